@@ -1,0 +1,10 @@
+from django.apps import AppConfig
+
+
+class AiToolsConfig(AppConfig):
+    name = "ai_tools"
+    verbose_name = "AI tools"
+
+    def ready(self) -> None:
+        import ai_tools.checks  # noqa: F401
+        import ai_tools.tools  # noqa: F401  (registers the built-in tools)

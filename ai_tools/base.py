@@ -1,0 +1,116 @@
+"""What a tool is. One class per tool declares its name, tier, schema and description, and the
+methods the audited dispatch calls: `write_set`, `snapshot`, `apply`, `revert`.
+
+The default snapshot/revert capture and restore the entities named by `write_set` (plus what
+`apply` reports it created). A tool overrides them only when its pre-state is not a set of rows.
+"""
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, ClassVar
+
+from django.contrib.auth.models import AbstractBaseUser
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
+
+from ai_tools import entities
+from campaigns.models import Campaign, Creature, Turn
+
+
+class Tier(StrEnum):
+    CRITICAL = "critical"
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+
+
+class ToolError(Exception):
+    """A refusal the model should read: bad ids, game rules, least privilege."""
+
+
+@dataclass
+class ToolContext:
+    campaign: Campaign
+    actor: AbstractBaseUser
+    turn: Turn | None = None
+    created: list[str] = field(default_factory=list)
+
+    def record_created(self, kind: str, pk: Any) -> None:
+        self.created.append(entities.key(kind, pk))
+
+    def creature(self, creature_id: int) -> Creature:
+        """A creature of this campaign; a hallucinated or foreign id is an error, never a write
+        elsewhere."""
+        creature = Creature.objects.filter(campaign_id=self.campaign.pk, pk=creature_id).first()
+        if creature is None:
+            raise ToolError(f"No creature with id {creature_id} in this campaign.")
+        return creature
+
+    def may_manage(self, creature: Creature) -> bool:
+        if creature.kind != Creature.Kind.PC:
+            return True
+        return self.actor.pk in (creature.controlled_by_id, self.campaign.owner_id)
+
+    def require_manage(self, creature: Creature, what: str) -> None:
+        """Least privilege: a PC's inventory and resources belong to its player and the owner."""
+        if not self.may_manage(creature):
+            raise ToolError(
+                f"{creature.name} is another player's character: only its player or the "
+                f"campaign owner may change its {what}."
+            )
+
+
+class WriteTool:
+    name: ClassVar[str] = ""
+    tier: ClassVar[Tier | None] = None
+    description: ClassVar[str] = ""
+    schema: ClassVar[dict[str, Any] | None] = None
+
+    def validate(self, data: Any) -> str | None:
+        """The first schema violation as a sentence for the model, or None."""
+        error = best_match(Draft202012Validator(self.schema).iter_errors(data))
+        if error is None:
+            return None
+        where = "input" + "".join(f"[{p!r}]" for p in error.absolute_path)
+        return f"{where}: {error.message}"
+
+    def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
+        """Keys of the existing entities `apply` will write; resolving them validates ids."""
+        return []
+
+    def read_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
+        """Keys of entities the call depends on without writing (reverting them conflicts)."""
+        return []
+
+    def snapshot(self, ctx: ToolContext, data: dict[str, Any], keys: list[str]) -> dict[str, Any]:
+        return {"entities": entities.capture_many(ctx.campaign, keys)}
+
+    def apply(self, ctx: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+        raise ToolError(f"{self.name} cannot be applied.")
+
+    def revert(self, ctx: ToolContext, snapshot: dict[str, Any]) -> dict[str, Any]:
+        restored = entities.restore_many(ctx.campaign, snapshot["entities"])
+        return {"restored": restored}
+
+    def summarize(self, data: dict[str, Any]) -> str:
+        """One line for people: the plan dialog and the admin list show it."""
+        args = ", ".join(f"{k}={v}" for k, v in sorted(data.items()))
+        return f"{self.name}({args})"
+
+    def spec(self) -> dict[str, Any]:
+        """The tool as a model provider needs it."""
+        return {"name": self.name, "description": self.description, "input_schema": self.schema}
+
+
+class ReadTool:
+    """Read-only tools: the model may call them freely; they are not audited as writes."""
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    schema: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}}
+
+    def run(self, ctx: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+        raise ToolError(f"{self.name} cannot run.")
+
+    def spec(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "input_schema": self.schema}

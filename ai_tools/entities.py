@@ -1,0 +1,156 @@
+"""Entity keys: how tools name what they write, and how pre-state is captured and restored.
+
+A key is `kind:id` for a whole row (`creature:7`) or `kind:id/facet` for a group of its fields
+(`creature:7/vitals`, `campaign:<uuid>/scene`). Two keys overlap when they are equal or one is
+the other's prefix at a `/`: a whole row overlaps each of its facets, facets do not overlap each
+other. That is what conflict detection compares, so damaging a creature and moving it are
+independent, while spawning it and later damaging it are not.
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import models
+
+from campaigns.models import (
+    Achievement,
+    Campaign,
+    Creature,
+    Encounter,
+    Episode,
+    FogCell,
+    GMMemory,
+    InventoryItem,
+    Resource,
+    ResourceEvent,
+)
+
+
+@dataclass(frozen=True)
+class EntityKind:
+    model: type[models.Model]
+    fields: tuple[str, ...] | None = None  # None: the whole row (and its existence)
+
+    def field_names(self) -> list[str]:
+        if self.fields is not None:
+            return list(self.fields)
+        return [f.attname for f in self.model._meta.concrete_fields]
+
+
+CREATURE_VITALS = (
+    "hp",
+    "max_hp",
+    "temp_hp",
+    "conditions",
+    "death_save_successes",
+    "death_save_failures",
+)
+
+KINDS: dict[str, EntityKind] = {
+    "creature": EntityKind(Creature),
+    "creature/vitals": EntityKind(Creature, CREATURE_VITALS),
+    "creature/position": EntityKind(Creature, ("x", "y")),
+    "resource": EntityKind(Resource),
+    "resource_event": EntityKind(ResourceEvent),
+    "item": EntityKind(InventoryItem),
+    "encounter": EntityKind(Encounter),
+    "fog": EntityKind(FogCell),
+    "memory": EntityKind(GMMemory),
+    "achievement": EntityKind(Achievement),
+    "episode": EntityKind(Episode),
+    "campaign/scene": EntityKind(Campaign, ("scene", "location")),
+    "campaign/chapter": EntityKind(Campaign, ("current_chapter_id",)),
+    "campaign/dungeon": EntityKind(Campaign, ("active_dungeon_id",)),
+    "campaign/combat": EntityKind(Campaign, ("active_encounter_id",)),
+    "campaign/status": EntityKind(Campaign, ("status", "completed_at")),
+}
+
+
+def key(kind: str, pk: Any, facet: str = "") -> str:
+    return f"{kind}:{pk}/{facet}" if facet else f"{kind}:{pk}"
+
+
+def parse(entity_key: str) -> tuple[str, str, str]:
+    """`creature:7/vitals` -> ("creature", "7", "vitals")."""
+    head, _, facet = entity_key.partition("/")
+    kind, _, pk = head.partition(":")
+    return kind, pk, facet
+
+
+def root(entity_key: str) -> str:
+    return entity_key.partition("/")[0]
+
+
+def overlaps(a: str, b: str) -> bool:
+    return a == b or a.startswith(b + "/") or b.startswith(a + "/")
+
+
+def kind_of(entity_key: str) -> EntityKind:
+    kind, _, facet = parse(entity_key)
+    return KINDS[f"{kind}/{facet}" if facet else kind]
+
+
+def _queryset(campaign: Campaign, entity_key: str) -> models.QuerySet:
+    kind = kind_of(entity_key)
+    _, pk, _ = parse(entity_key)
+    if kind.model is Campaign:
+        return Campaign.objects.filter(pk=campaign.pk, pk__exact=pk)
+    return kind.model._default_manager.filter(campaign_id=campaign.pk, pk=pk)
+
+
+def _to_json(value: Any) -> Any:
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    if isinstance(value, (str, int, float, bool, list, dict)) or value is None:
+        return value
+    return str(value)
+
+
+def capture(campaign: Campaign, entity_key: str) -> dict[str, Any] | None:
+    """The entity's fields as JSON, or None when it does not exist."""
+    names = kind_of(entity_key).field_names()
+    row = _queryset(campaign, entity_key).values(*names).first()
+    if row is None:
+        return None
+    return {name: _to_json(row[name]) for name in names}
+
+
+def capture_many(campaign: Campaign, keys: list[str]) -> dict[str, dict[str, Any] | None]:
+    return {k: capture(campaign, k) for k in keys}
+
+
+def _from_json(model: type[models.Model], values: dict[str, Any]) -> dict[str, Any]:
+    by_attname = {f.attname: f for f in model._meta.concrete_fields}
+    return {name: by_attname[name].to_python(value) for name, value in values.items()}
+
+
+def restore(campaign: Campaign, entity_key: str, before: dict[str, Any] | None) -> None:
+    """Put the entity back as `before` describes it: delete it if it did not exist."""
+    kind = kind_of(entity_key)
+    queryset = _queryset(campaign, entity_key)
+    if before is None:
+        queryset.delete()
+        return
+    values = _from_json(kind.model, before)
+    if queryset.update(**values) == 0:
+        if kind.fields is not None:
+            raise LookupError(f"cannot restore {entity_key}: the row no longer exists")
+        kind.model._default_manager.create(**values)
+
+
+def restore_many(campaign: Campaign, before: dict[str, dict[str, Any] | None]) -> list[str]:
+    """Restore rows that existed first (parents before children), then delete what was created,
+    newest first, so foreign keys are satisfied at every step."""
+    existed = [k for k, v in before.items() if v is not None]
+    created = [k for k, v in before.items() if v is None]
+    for entity_key in existed:
+        restore(campaign, entity_key, before[entity_key])
+    for entity_key in reversed(created):
+        restore(campaign, entity_key, None)
+    return existed + list(reversed(created))
+
+
+def describe(entity_key: str, fields: dict[str, Any] | None) -> dict[str, Any]:
+    """A `state_changed` payload: which entity, and its fields now (None: it no longer exists)."""
+    kind, pk, facet = parse(entity_key)
+    return {"entity": kind, "id": pk, "facet": facet, "fields": fields, "deleted": fields is None}

@@ -1,0 +1,40 @@
+"""The registry of tools. Declaring a tool class with `@register` is all it takes to add one."""
+
+from typing import TypeVar
+
+from ai_tools.base import ReadTool, WriteTool
+from campaigns.errors import InvalidInput
+
+T = TypeVar("T", WriteTool, ReadTool)
+
+_write_tools: dict[str, WriteTool] = {}
+_read_tools: dict[str, ReadTool] = {}
+
+
+def register(cls: type[T]) -> type[T]:
+    table = _write_tools if issubclass(cls, WriteTool) else _read_tools
+    if not cls.name:
+        raise ValueError(f"{cls.__qualname__} has no name")
+    if cls.name in _write_tools or cls.name in _read_tools:
+        raise ValueError(f"a tool named {cls.name!r} is already registered")
+    table[cls.name] = cls()
+    return cls
+
+
+def write_tool(name: str) -> WriteTool:
+    try:
+        return _write_tools[name]
+    except KeyError:
+        raise InvalidInput(f"Unknown tool {name!r}.") from None
+
+
+def read_tool(name: str) -> ReadTool | None:
+    return _read_tools.get(name)
+
+
+def write_tools() -> list[WriteTool]:
+    return sorted(_write_tools.values(), key=lambda t: t.name)
+
+
+def read_tools() -> list[ReadTool]:
+    return sorted(_read_tools.values(), key=lambda t: t.name)

@@ -1,0 +1,222 @@
+"""Tools that act on one creature: damage and healing, spawning, moving, inventory."""
+
+from typing import Any
+
+from ai_tools import entities
+from ai_tools.base import Tier, ToolContext, ToolError, WriteTool
+from ai_tools.registry import register
+from ai_tools.tools.schema import CONDITIONS, COORD, DELTA, HP, ID, NAME, obj
+from campaigns.models import Creature, InventoryItem
+
+
+@register
+class ModifyCreature(WriteTool):
+    """Damage, healing, conditions and death saves: the call most likely to hit the wrong target,
+    hence critical."""
+
+    name = "modify_creature"
+    tier = Tier.CRITICAL
+    description = (
+        "Change a creature's hit points, temporary HP, conditions or death saves. Negative "
+        "hp_delta is damage (temporary HP absorbs it first), positive is healing; HP stays "
+        "between 0 and max_hp."
+    )
+    schema = obj(
+        {
+            "creature_id": ID,
+            "hp_delta": DELTA,
+            "set_hp": HP,
+            "temp_hp": HP,
+            "add_conditions": CONDITIONS,
+            "remove_conditions": CONDITIONS,
+            "death_save": {"enum": ["success", "failure", "reset"]},
+        },
+        ("creature_id",),
+        anyOf=[
+            {"required": [f]}
+            for f in (
+                "hp_delta",
+                "set_hp",
+                "temp_hp",
+                "add_conditions",
+                "remove_conditions",
+                "death_save",
+            )
+        ],
+    )
+
+    def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
+        return [entities.key("creature", ctx.creature(data["creature_id"]).pk, "vitals")]
+
+    def apply(self, ctx: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+        c = ctx.creature(data["creature_id"])
+        before = c.hp
+        if "set_hp" in data:
+            c.hp = data["set_hp"]
+        if "temp_hp" in data:
+            c.temp_hp = data["temp_hp"]
+        delta = data.get("hp_delta", 0)
+        if delta < 0:
+            absorbed = min(c.temp_hp, -delta)
+            c.temp_hp -= absorbed
+            c.hp += delta + absorbed
+        else:
+            c.hp += delta
+        c.hp = max(0, min(c.hp, c.max_hp))
+        self._apply_conditions(c, data)
+        self._apply_death_save(c, data.get("death_save"))
+        c.save(update_fields=list(entities.CREATURE_VITALS))
+        return {
+            "creature_id": c.pk,
+            "name": c.name,
+            "hp": c.hp,
+            "hp_before": before,
+            "temp_hp": c.temp_hp,
+            "conditions": c.conditions,
+        }
+
+    @staticmethod
+    def _apply_conditions(c: Creature, data: dict[str, Any]) -> None:
+        conditions = [x for x in c.conditions if x not in data.get("remove_conditions", [])]
+        for condition in data.get("add_conditions", []):
+            if condition not in conditions:
+                conditions.append(condition)
+        c.conditions = conditions
+
+    @staticmethod
+    def _apply_death_save(c: Creature, death_save: str | None) -> None:
+        if death_save == "reset":
+            c.death_save_successes = c.death_save_failures = 0
+        elif death_save == "success":
+            c.death_save_successes = min(3, c.death_save_successes + 1)
+        elif death_save == "failure":
+            c.death_save_failures = min(3, c.death_save_failures + 1)
+
+    def summarize(self, data: dict[str, Any]) -> str:
+        parts = []
+        if "hp_delta" in data:
+            parts.append(f"HP {data['hp_delta']:+d}")
+        if "set_hp" in data:
+            parts.append(f"HP = {data['set_hp']}")
+        if "temp_hp" in data:
+            parts.append(f"temp HP = {data['temp_hp']}")
+        parts += [f"+{x}" for x in data.get("add_conditions", [])]
+        parts += [f"-{x}" for x in data.get("remove_conditions", [])]
+        if "death_save" in data:
+            parts.append(f"death save {data['death_save']}")
+        return f"creature {data['creature_id']}: " + ", ".join(parts)
+
+
+@register
+class SpawnCreature(WriteTool):
+    """Adds an NPC or monster; reverting removes it again."""
+
+    name = "spawn_creature"
+    tier = Tier.MEDIUM
+    description = "Add an NPC or monster to the scene at an optional map position."
+    schema = obj(
+        {
+            "name": NAME,
+            "kind": {"enum": ["npc", "monster"]},
+            "hp": HP,
+            "max_hp": {**HP, "minimum": 1},
+            "x": COORD,
+            "y": COORD,
+        },
+        ("name", "kind", "hp"),
+    )
+
+    def apply(self, ctx: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+        max_hp = data.get("max_hp", max(1, data["hp"]))
+        if data["hp"] > max_hp:
+            raise ToolError(f"hp {data['hp']} is above max_hp {max_hp}.")
+        creature = Creature.objects.create(
+            campaign=ctx.campaign,
+            name=data["name"],
+            kind=data["kind"],
+            hp=data["hp"],
+            max_hp=max_hp,
+            x=data.get("x", 0),
+            y=data.get("y", 0),
+        )
+        ctx.record_created("creature", creature.pk)
+        return {"creature_id": creature.pk, "name": creature.name}
+
+    def summarize(self, data: dict[str, Any]) -> str:
+        return f"spawn {data['kind']} {data['name']} ({data['hp']} HP)"
+
+
+@register
+class MoveToken(WriteTool):
+    """Moves a token on the battle map."""
+
+    name = "move_token"
+    tier = Tier.LOW
+    description = "Move a creature's token to map cell (x, y)."
+    schema = obj({"creature_id": ID, "x": COORD, "y": COORD}, ("creature_id", "x", "y"))
+
+    def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
+        return [entities.key("creature", ctx.creature(data["creature_id"]).pk, "position")]
+
+    def apply(self, ctx: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+        c = ctx.creature(data["creature_id"])
+        before = [c.x, c.y]
+        c.x, c.y = data["x"], data["y"]
+        c.save(update_fields=["x", "y"])
+        return {"creature_id": c.pk, "from": before, "to": [c.x, c.y]}
+
+    def summarize(self, data: dict[str, Any]) -> str:
+        return f"move creature {data['creature_id']} to {data['x']},{data['y']}"
+
+
+@register
+class GiveItem(WriteTool):
+    """Adds or (with a negative quantity) removes inventory; a PC's gear is its player's."""
+
+    name = "give_item"
+    tier = Tier.MEDIUM
+    description = (
+        "Give a creature a quantity of an item; a negative quantity takes items away. Only the "
+        "character's player or the campaign owner may change a player character's inventory."
+    )
+    schema = obj(
+        {
+            "creature_id": ID,
+            "item": NAME,
+            "quantity": {
+                "type": "integer",
+                "minimum": -10_000,
+                "maximum": 10_000,
+                "not": {"const": 0},
+            },
+        },
+        ("creature_id", "item", "quantity"),
+    )
+
+    def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
+        creature = ctx.creature(data["creature_id"])
+        ctx.require_manage(creature, "inventory")
+        item = InventoryItem.objects.filter(creature=creature, name=data["item"]).first()
+        return [entities.key("item", item.pk)] if item else []
+
+    def apply(self, ctx: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+        creature = ctx.creature(data["creature_id"])
+        item = InventoryItem.objects.filter(creature=creature, name=data["item"]).first()
+        have = item.quantity if item else 0
+        total = have + data["quantity"]
+        if total < 0:
+            raise ToolError(f"{creature.name} has only {have} × {data['item']}.")
+        if item is None:
+            item = InventoryItem.objects.create(
+                campaign=ctx.campaign, creature=creature, name=data["item"], quantity=total
+            )
+            ctx.record_created("item", item.pk)
+        elif total == 0:
+            item.delete()
+        else:
+            item.quantity = total
+            item.save(update_fields=["quantity"])
+        return {"creature_id": creature.pk, "item": data["item"], "quantity": total}
+
+    def summarize(self, data: dict[str, Any]) -> str:
+        return f"{data['quantity']:+d} × {data['item']} for creature {data['creature_id']}"

@@ -1,0 +1,142 @@
+"""Resources: spending them and resting to get them back."""
+
+from typing import Any
+
+from ai_tools import entities
+from ai_tools.base import Tier, ToolContext, ToolError, WriteTool
+from ai_tools.registry import register
+from ai_tools.tools.schema import ID, NAME, obj
+from campaigns.models import Creature, Resource, ResourceEvent
+
+
+@register
+class ConsumeResource(WriteTool):
+    """Spends a resource (spell slot, ki, hit die). A PC's resources are its player's."""
+
+    name = "consume_resource"
+    tier = Tier.HIGH
+    description = (
+        "Spend `amount` of a creature's named resource. Fails if it has not enough. Only the "
+        "character's player or the campaign owner may spend a player character's resources."
+    )
+    schema = obj(
+        {
+            "creature_id": ID,
+            "resource": NAME,
+            "amount": {"type": "integer", "minimum": 1, "maximum": 1000},
+        },
+        ("creature_id", "resource", "amount"),
+    )
+
+    def _resource(self, ctx: ToolContext, data: dict[str, Any]) -> Resource:
+        creature = ctx.creature(data["creature_id"])
+        ctx.require_manage(creature, "resources")
+        resource = Resource.objects.filter(creature=creature, name=data["resource"]).first()
+        if resource is None:
+            raise ToolError(f"{creature.name} has no resource named {data['resource']!r}.")
+        return resource
+
+    def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
+        return [entities.key("resource", self._resource(ctx, data).pk)]
+
+    def apply(self, ctx: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+        resource = self._resource(ctx, data)
+        if resource.current < data["amount"]:
+            raise ToolError(
+                f"Not enough {resource.name}: {resource.current} left, {data['amount']} needed."
+            )
+        resource.current -= data["amount"]
+        resource.save(update_fields=["current"])
+        event = ResourceEvent.objects.create(
+            campaign=ctx.campaign, resource=resource, delta=-data["amount"], reason="consumed"
+        )
+        ctx.record_created("resource_event", event.pk)
+        return {"resource": resource.name, "current": resource.current, "maximum": resource.maximum}
+
+    def summarize(self, data: dict[str, Any]) -> str:
+        return f"creature {data['creature_id']} spends {data['amount']} × {data['resource']}"
+
+
+@register
+class Rest(WriteTool):
+    """Short or long rest. Without creature_ids it rests every PC the actor may manage: all of
+    them for the owner, a player's own characters otherwise (least privilege)."""
+
+    name = "rest"
+    tier = Tier.HIGH
+    description = (
+        "The party rests. A short rest restores short-rest resources; a long rest restores all "
+        "rechargeable resources, hit points, and clears temporary HP and death saves."
+    )
+    schema = obj(
+        {
+            "kind": {"enum": ["short", "long"]},
+            "creature_ids": {
+                "type": "array",
+                "items": ID,
+                "minItems": 1,
+                "maxItems": 50,
+                "uniqueItems": True,
+            },
+        },
+        ("kind",),
+    )
+
+    def _creatures(self, ctx: ToolContext, data: dict[str, Any]) -> list[Creature]:
+        if "creature_ids" in data:
+            creatures = [ctx.creature(cid) for cid in data["creature_ids"]]
+            for creature in creatures:
+                ctx.require_manage(creature, "resources")
+            return creatures
+        pcs = Creature.objects.filter(campaign_id=ctx.campaign.pk, kind=Creature.Kind.PC)
+        return [c for c in pcs.order_by("pk") if ctx.may_manage(c)]
+
+    @staticmethod
+    def _recharges(kind: str) -> list[str]:
+        if kind == "short":
+            return [Resource.Recharge.SHORT_REST]
+        return [Resource.Recharge.SHORT_REST, Resource.Recharge.LONG_REST]
+
+    def _resources(self, ctx: ToolContext, data: dict[str, Any], creatures: list[Creature]):
+        return Resource.objects.filter(
+            creature__in=creatures, recharge__in=self._recharges(data["kind"])
+        ).order_by("pk")
+
+    def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
+        creatures = self._creatures(ctx, data)
+        keys = [entities.key("resource", r.pk) for r in self._resources(ctx, data, creatures)]
+        if data["kind"] == "long":
+            keys += [entities.key("creature", c.pk, "vitals") for c in creatures]
+        return keys
+
+    def apply(self, ctx: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+        creatures = self._creatures(ctx, data)
+        if not creatures:
+            raise ToolError("Nobody to rest: there are no player characters you may manage.")
+        restored = []
+        for resource in self._resources(ctx, data, creatures):
+            gained = resource.maximum - resource.current
+            if gained <= 0:
+                continue
+            resource.current = resource.maximum
+            resource.save(update_fields=["current"])
+            event = ResourceEvent.objects.create(
+                campaign=ctx.campaign,
+                resource=resource,
+                delta=gained,
+                reason=f"{data['kind']} rest",
+            )
+            ctx.record_created("resource_event", event.pk)
+            restored.append(
+                {"resource": resource.name, "creature_id": resource.creature_id, "gained": gained}
+            )
+        if data["kind"] == "long":
+            for creature in creatures:
+                creature.hp, creature.temp_hp = creature.max_hp, 0
+                creature.death_save_successes = creature.death_save_failures = 0
+                creature.save(update_fields=list(entities.CREATURE_VITALS))
+        return {"kind": data["kind"], "creatures": [c.pk for c in creatures], "restored": restored}
+
+    def summarize(self, data: dict[str, Any]) -> str:
+        who = ", ".join(map(str, data.get("creature_ids", []))) or "the party"
+        return f"{data['kind']} rest for {who}"

@@ -1,0 +1,250 @@
+"""The story and the world around the party: scene, chapters, dungeons, fog, memory, the end."""
+
+from typing import Any
+
+from django.utils import timezone
+
+from ai_tools import entities
+from ai_tools.base import Tier, ToolContext, ToolError, WriteTool
+from ai_tools.registry import register
+from ai_tools.tools.schema import COORD, ID, NAME, TEXT, obj
+from campaigns.models import (
+    Achievement,
+    Campaign,
+    Chapter,
+    Dungeon,
+    Episode,
+    FogCell,
+    GMMemory,
+    Membership,
+)
+
+
+def slot(ctx: ToolContext, facet: str) -> str:
+    return entities.key("campaign", ctx.campaign.pk, facet)
+
+
+@register
+class EndAdventure(WriteTool):
+    """Completes the campaign, unlocks achievements for every member and ends the episode: the
+    largest blast radius of all tools."""
+
+    name = "end_adventure"
+    tier = Tier.CRITICAL
+    description = (
+        "End the adventure: the campaign is completed, the listed achievement codes are "
+        "unlocked for every member, and the current episode ends with the summary."
+    )
+    schema = obj(
+        {
+            "summary": TEXT,
+            "achievements": {
+                "type": "array",
+                "items": {"type": "string", "pattern": "^[a-z0-9_-]{1,64}$"},
+                "maxItems": 20,
+                "uniqueItems": True,
+            },
+        },
+    )
+
+    @staticmethod
+    def _episode(ctx: ToolContext) -> Episode | None:
+        return Episode.objects.filter(campaign_id=ctx.campaign.pk, active=True).first()
+
+    def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
+        episode = self._episode(ctx)
+        return [slot(ctx, "status")] + ([entities.key("episode", episode.pk)] if episode else [])
+
+    def apply(self, ctx: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+        campaign = ctx.campaign
+        if campaign.status == Campaign.Status.COMPLETED:
+            raise ToolError("The adventure has already ended.")
+        now = timezone.now()
+        campaign.status, campaign.completed_at = Campaign.Status.COMPLETED, now
+        campaign.save(update_fields=["status", "completed_at"])
+        episode = self._episode(ctx)
+        if episode:
+            episode.active, episode.ended_at = False, now
+            episode.summary = data.get("summary", "")
+            episode.save(update_fields=["active", "ended_at", "summary"])
+        unlocked = []
+        members = Membership.objects.filter(campaign=campaign).order_by("user_id")
+        for user_id in members.values_list("user_id", flat=True):
+            for code in data.get("achievements", []):
+                achievement, created = Achievement.objects.get_or_create(
+                    campaign=campaign, user_id=user_id, code=code
+                )
+                if created:
+                    ctx.record_created("achievement", achievement.pk)
+                    unlocked.append({"user_id": user_id, "code": code})
+        return {
+            "status": campaign.status,
+            "episode_id": episode.pk if episode else None,
+            "unlocked": unlocked,
+        }
+
+    def summarize(self, data: dict[str, Any]) -> str:
+        return "end the adventure"
+
+
+@register
+class AdvanceChapter(WriteTool):
+    """Moves the story's chapter progress."""
+
+    name = "advance_chapter"
+    tier = Tier.HIGH
+    description = "Move the story to chapter `to_chapter` (an id), or to the next chapter."
+    schema = obj({"to_chapter": ID})
+
+    def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
+        return [slot(ctx, "chapter")]
+
+    def _target(self, ctx: ToolContext, data: dict[str, Any]) -> Chapter:
+        chapters = Chapter.objects.filter(campaign_id=ctx.campaign.pk)
+        if "to_chapter" in data:
+            target = chapters.filter(pk=data["to_chapter"]).first()
+            if target is None:
+                raise ToolError(f"No chapter with id {data['to_chapter']} in this campaign.")
+            return target
+        current = ctx.campaign.current_chapter
+        later = chapters.order_by("position", "pk")
+        if current is not None:
+            later = later.filter(position__gt=current.position) | chapters.filter(
+                position=current.position, pk__gt=current.pk
+            )
+        target = later.order_by("position", "pk").first()
+        if target is None:
+            raise ToolError("There is no next chapter.")
+        return target
+
+    def apply(self, ctx: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+        target = self._target(ctx, data)
+        previous = ctx.campaign.current_chapter_id
+        ctx.campaign.current_chapter = target
+        ctx.campaign.save(update_fields=["current_chapter"])
+        return {"chapter_id": target.pk, "title": target.title, "previous": previous}
+
+    def summarize(self, data: dict[str, Any]) -> str:
+        return f"go to chapter {data['to_chapter']}" if "to_chapter" in data else "next chapter"
+
+
+@register
+class ActivateDungeon(WriteTool):
+    """Sets the dungeon the party is in."""
+
+    name = "activate_dungeon"
+    tier = Tier.HIGH
+    description = "Make dungeon `dungeon_id` the active dungeon."
+    schema = obj({"dungeon_id": ID}, ("dungeon_id",))
+
+    def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
+        return [slot(ctx, "dungeon")]
+
+    def apply(self, ctx: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+        dungeon = Dungeon.objects.filter(campaign_id=ctx.campaign.pk, pk=data["dungeon_id"]).first()
+        if dungeon is None:
+            raise ToolError(f"No dungeon with id {data['dungeon_id']} in this campaign.")
+        ctx.campaign.active_dungeon = dungeon
+        ctx.campaign.save(update_fields=["active_dungeon"])
+        return {"dungeon_id": dungeon.pk, "name": dungeon.name}
+
+    def summarize(self, data: dict[str, Any]) -> str:
+        return f"enter dungeon {data['dungeon_id']}"
+
+
+@register
+class SetScene(WriteTool):
+    """Describes where the party is."""
+
+    name = "set_scene"
+    tier = Tier.LOW
+    description = "Set the scene description shown to the players, and optionally the location."
+    schema = obj({"description": TEXT, "location": {**NAME, "maxLength": 200}}, ("description",))
+
+    def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
+        return [slot(ctx, "scene")]
+
+    def apply(self, ctx: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+        ctx.campaign.scene = data["description"]
+        if "location" in data:
+            ctx.campaign.location = data["location"]
+        ctx.campaign.save(update_fields=["scene", "location"])
+        return {"scene": ctx.campaign.scene, "location": ctx.campaign.location}
+
+    def summarize(self, data: dict[str, Any]) -> str:
+        return f"scene: {data['description'][:60]}"
+
+
+@register
+class WriteMemory(WriteTool):
+    """A GM note; with a key it replaces the note of that key."""
+
+    name = "write_memory"
+    tier = Tier.MEDIUM
+    description = "Remember a note for later turns. A note with an existing key replaces it."
+    schema = obj({"content": TEXT, "key": NAME}, ("content",))
+
+    @staticmethod
+    def _existing(ctx: ToolContext, data: dict[str, Any]) -> GMMemory | None:
+        if "key" not in data:
+            return None
+        return GMMemory.objects.filter(campaign_id=ctx.campaign.pk, key=data["key"]).first()
+
+    def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
+        memory = self._existing(ctx, data)
+        return [entities.key("memory", memory.pk)] if memory else []
+
+    def apply(self, ctx: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+        memory = self._existing(ctx, data)
+        if memory is None:
+            memory = GMMemory.objects.create(
+                campaign=ctx.campaign, key=data.get("key", ""), content=data["content"]
+            )
+            ctx.record_created("memory", memory.pk)
+        else:
+            memory.content = data["content"]
+            memory.save(update_fields=["content"])
+        return {"memory_id": memory.pk, "key": memory.key}
+
+    def summarize(self, data: dict[str, Any]) -> str:
+        return f"remember {data.get('key') or 'a note'}: {data['content'][:50]}"
+
+
+@register
+class RevealFog(WriteTool):
+    """Reveals map cells; cells already revealed stay as they are."""
+
+    name = "reveal_fog"
+    tier = Tier.MEDIUM
+    description = "Reveal fog-of-war cells, given as [[x, y], ...]."
+    schema = obj(
+        {
+            "cells": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": 500,
+                "items": {
+                    "type": "array",
+                    "prefixItems": [COORD, COORD],
+                    "minItems": 2,
+                    "maxItems": 2,
+                },
+            }
+        },
+        ("cells",),
+    )
+
+    def apply(self, ctx: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+        wanted = list(dict.fromkeys((x, y) for x, y in data["cells"]))
+        seen = set(FogCell.objects.filter(campaign_id=ctx.campaign.pk).values_list("x", "y"))
+        revealed = []
+        for x, y in wanted:
+            if (x, y) in seen:
+                continue
+            cell = FogCell.objects.create(campaign=ctx.campaign, x=x, y=y)
+            ctx.record_created("fog", cell.pk)
+            revealed.append([x, y])
+        return {"revealed": revealed}
+
+    def summarize(self, data: dict[str, Any]) -> str:
+        return f"reveal {len(data['cells'])} fog cell(s)"

@@ -1,0 +1,145 @@
+"""The write-ahead invocation log. Rows are appended by the audited dispatch and moved to
+`reverted` by the revert service; nothing else edits or deletes them."""
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+from campaigns.models import Campaign, Turn
+
+
+class ToolInvocation(models.Model):
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        COMMITTED = "committed"
+        FAILED = "failed"
+        REVERTED = "reverted"
+        AWAITING_APPROVAL = "awaiting_approval"
+        REJECTED = "rejected"
+        EXPIRED = "expired"
+
+    class Tier(models.TextChoices):
+        CRITICAL = "critical"
+        HIGH = "high"
+        MEDIUM = "medium"
+        LOW = "low"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="invocations")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="invocations"
+    )
+    turn = models.ForeignKey(
+        Turn, null=True, blank=True, on_delete=models.SET_NULL, related_name="invocations"
+    )
+    sequence = models.BigIntegerField()
+    tool_name = models.CharField(max_length=64)
+    tool_tier = models.CharField(max_length=16, choices=Tier.choices, blank=True, default="")
+    input = models.JSONField()
+    result = models.JSONField(null=True, blank=True)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
+    error = models.TextField(blank=True, default="")
+    revertible = models.BooleanField(default=True)
+    revert_snapshot = models.JSONField(null=True, blank=True)
+    post_state = models.JSONField(null=True, blank=True)
+    write_set = models.JSONField(default=list, blank=True)
+    read_set = models.JSONField(default=list, blank=True)
+    broadcast_events = models.JSONField(default=list, blank=True)
+    model = models.CharField(max_length=100, blank=True, default="")
+    source = models.CharField(max_length=32, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    committed_at = models.DateTimeField(null=True, blank=True)
+    reverted_at = models.DateTimeField(null=True, blank=True)
+    reverted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    revert_reason = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["-sequence"]
+        permissions = [("revert_toolinvocation", "Can revert any tool invocation")]
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "sequence"], name="invocation_seq_unique")
+        ]
+        indexes = [
+            models.Index(
+                fields=["campaign", "status", "-sequence"], name="inv_campaign_status_idx"
+            ),
+            models.Index(fields=["campaign", "turn", "-sequence"], name="inv_campaign_turn_idx"),
+            models.Index(
+                fields=["campaign", "tool_name", "-sequence"], name="inv_campaign_tool_idx"
+            ),
+            models.Index(
+                fields=["campaign", "tool_tier", "-sequence"], name="inv_campaign_tier_idx"
+            ),
+            models.Index(fields=["-created_at"], name="inv_created_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.sequence} {self.tool_name} ({self.status})"
+
+
+class WriteSetEntry(models.Model):
+    """One entity key an invocation wrote or read, indexed by (campaign, root, sequence) so
+    conflict detection is an index range scan however long the log grows."""
+
+    class Mode(models.TextChoices):
+        WRITE = "w"
+        READ = "r"
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="+")
+    invocation = models.ForeignKey(ToolInvocation, on_delete=models.CASCADE, related_name="entries")
+    sequence = models.BigIntegerField()
+    root = models.CharField(max_length=120)
+    key = models.CharField(max_length=160)
+    mode = models.CharField(max_length=1, choices=Mode.choices)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["campaign", "root", "sequence"], name="writeset_lookup_idx")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.mode} {self.key}"
+
+
+class SecurityEvent(models.Model):
+    """A refused attempt by a signed-in member: who, what, when, from where."""
+
+    class Kind(models.TextChoices):
+        REVERT_DENIED = "revert_denied"
+        APPROVAL_DENIED = "approval_denied"
+        TOOL_CALL_DENIED = "tool_call_denied"
+        ADMIN_DENIED = "admin_denied"
+        WEBSOCKET_DENIED = "websocket_denied"
+
+    kind = models.CharField(max_length=32, choices=Kind.choices)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    campaign = models.ForeignKey(
+        Campaign, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    target = models.CharField(max_length=100, blank=True, default="")
+    ip = models.GenericIPAddressField(null=True, blank=True)
+    detail = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["campaign", "-created_at"], name="secevent_campaign_idx"),
+            models.Index(fields=["kind", "-created_at"], name="secevent_kind_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} by {self.user_id}"

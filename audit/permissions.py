@@ -1,0 +1,60 @@
+"""Who may revert: the one policy function. The API, the admin and the websocket call it."""
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from guardian.core import ObjectPermissionChecker
+
+from audit.models import SecurityEvent
+from campaigns.errors import Forbidden
+from campaigns.models import Campaign
+
+
+def may_revert(*, user: Any, campaign: Campaign, actor_id: int) -> bool:
+    """The original actor, the owner, a co-GM holding `revert_any_turn` on the campaign, or staff
+    holding `audit.revert_toolinvocation`. Cheap facts first: the first two cost no query."""
+    if not getattr(user, "is_authenticated", False) or not user.is_active:
+        return False
+    if user.pk in (actor_id, campaign.owner_id):
+        return True
+    if user.is_staff and user.has_perm("audit.revert_toolinvocation"):
+        return True
+    return ObjectPermissionChecker(user).has_perm("revert_any_turn", campaign)
+
+
+def authorize_revert(
+    *,
+    user: Any,
+    campaign: Campaign,
+    actor_id: int,
+    target: str,
+    kind: str = SecurityEvent.Kind.REVERT_DENIED,
+) -> None:
+    """Raise Forbidden unless `may_revert`. Callers have already established that the user may
+    see the campaign (otherwise they raise NotFound). The denial is recorded by
+    `recording_denials` outside the caller's transaction, so a rollback cannot erase it."""
+    if not may_revert(user=user, campaign=campaign, actor_id=actor_id):
+        raise Forbidden(
+            "Only the original actor, the campaign owner or a co-GM may do this.",
+            kind=kind,
+            campaign=campaign,
+            target=target,
+        )
+
+
+@contextmanager
+def recording_denials(*, user: Any, ip: str | None) -> Iterator[None]:
+    """Wrap a service call (outside its transaction): every Forbidden leaves a SecurityEvent."""
+    try:
+        yield
+    except Forbidden as denial:
+        SecurityEvent.objects.create(
+            kind=denial.extra.get("kind", SecurityEvent.Kind.REVERT_DENIED),
+            user=user if getattr(user, "is_authenticated", False) else None,
+            campaign=denial.extra.get("campaign"),
+            target=str(denial.extra.get("target", "")),
+            ip=ip,
+            detail={"message": denial.detail},
+        )
+        raise

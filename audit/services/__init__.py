@@ -1,0 +1,19 @@
+"""Writes of the audit app: the audited dispatch, revert and undo, and their plans."""
+
+from audit.services.dispatch import invocation_dispatch
+from audit.services.revert import (
+    RevertResult,
+    UndoResult,
+    invocation_revert,
+    revert_plan,
+    turn_undo,
+)
+
+__all__ = [
+    "RevertResult",
+    "UndoResult",
+    "invocation_dispatch",
+    "invocation_revert",
+    "revert_plan",
+    "turn_undo",
+]

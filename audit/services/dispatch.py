@@ -1,0 +1,176 @@
+"""The audited dispatch: the one way in for every write tool call."""
+
+import logging
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from django.db import transaction
+from django.utils import timezone
+
+from ai_tools import entities, registry
+from ai_tools.base import ToolContext, ToolError, WriteTool
+from audit.models import ToolInvocation, WriteSetEntry
+from audit.services.common import campaign_lock, next_sequence
+from campaigns.errors import AuditLogFailure
+from campaigns.models import Campaign, Turn
+from campaigns.realtime import broadcast_on_commit, event
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class _ToolFailed(Exception):
+    """The tool refused or broke; its mutation is rolled back and a `failed` row is written."""
+
+
+def invocation_dispatch(
+    *,
+    campaign: Campaign,
+    actor: Any,
+    tool_name: str,
+    input: Any,
+    turn: Turn | None = None,
+    model: str = "",
+    source: str = "api",
+) -> ToolInvocation:
+    """Run one write tool call under the write-ahead log.
+
+    The log row, the snapshot and the mutation commit in one transaction under the campaign
+    lock, or not at all. If the row cannot be written the tool does not run (AuditLogFailure);
+    if the snapshot cannot be taken the tool runs but the row is marked not revertible. A tool
+    error leaves a `failed` row and no mutation. Unknown tool names raise InvalidInput.
+    """
+    tool = registry.write_tool(tool_name)
+    row_fields = {
+        "campaign_id": campaign.pk,
+        "user_id": actor.pk,
+        "turn": turn,
+        "tool_name": tool.name,
+        "tool_tier": str(tool.tier),
+        "input": input,
+        "model": model,
+        "source": source,
+    }
+    problem = tool.validate(input)
+    if problem:
+        return _record_failed(row_fields, f"Invalid input: {problem}")
+    try:
+        with transaction.atomic():
+            locked = campaign_lock(campaign.pk)
+            row = _insert_log_row(row_fields, status=ToolInvocation.Status.PENDING)
+            _run(tool, ToolContext(campaign=locked, actor=actor, turn=turn), row)
+    except _ToolFailed as failure:
+        return _record_failed(row_fields, str(failure))
+    return row
+
+
+def _insert_log_row(fields: dict[str, Any], **extra: Any) -> ToolInvocation:
+    """Fail-closed: no log row, no tool call."""
+    try:
+        with transaction.atomic():
+            return ToolInvocation.objects.create(
+                sequence=next_sequence(fields["campaign_id"]), **fields, **extra
+            )
+    except Exception as exc:
+        logger.exception("audit log insert failed for %s", fields["tool_name"])
+        raise AuditLogFailure() from exc
+
+
+def _record_failed(fields: dict[str, Any], error: str) -> ToolInvocation:
+    with transaction.atomic():
+        campaign_lock(fields["campaign_id"])
+        return _insert_log_row(fields, status=ToolInvocation.Status.FAILED, error=error)
+
+
+def _run(tool: WriteTool, ctx: ToolContext, row: ToolInvocation) -> None:
+    data = row.input
+    keys = _guarded(tool, tool.write_set, ctx, data)
+    reads = _guarded(tool, tool.read_set, ctx, data)
+    snapshot, snapshot_error = _take_snapshot(tool, ctx, data, keys)
+    result = _guarded(tool, tool.apply, ctx, data)
+    written = keys + [k for k in ctx.created if k not in keys]
+    if snapshot is not None and "entities" in snapshot:
+        for created in ctx.created:
+            snapshot["entities"].setdefault(created, None)
+    post_state = entities.capture_many(ctx.campaign, written)
+    _commit(
+        row,
+        result=result,
+        snapshot=snapshot,
+        snapshot_error=snapshot_error,
+        post_state=post_state,
+        reads=reads,
+    )
+
+
+def _take_snapshot(
+    tool: WriteTool, ctx: ToolContext, data: dict, keys: list[str]
+) -> tuple[dict | None, str]:
+    """Fail-open: a broken snapshot costs the undo, not the turn."""
+    try:
+        with transaction.atomic():
+            return tool.snapshot(ctx, data, keys), ""
+    except Exception as exc:
+        logger.exception("snapshot capture failed for %s", tool.name)
+        return None, f"Snapshot capture failed ({type(exc).__name__}: {exc}); not revertible."
+
+
+def _guarded(tool: WriteTool, method: Callable[..., T], *args: Any) -> T:
+    """Run a tool method in a savepoint; its refusals and crashes become `_ToolFailed`."""
+    try:
+        with transaction.atomic():
+            return method(*args)
+    except ToolError as exc:
+        raise _ToolFailed(str(exc)) from exc
+    except Exception as exc:
+        logger.exception("tool %s raised", tool.name)
+        raise _ToolFailed(
+            f"Internal error in tool {tool.name} ({type(exc).__name__}); nothing was changed."
+        ) from exc
+
+
+def _commit(
+    row: ToolInvocation,
+    *,
+    result: dict,
+    snapshot: dict | None,
+    snapshot_error: str,
+    post_state: dict,
+    reads: list[str],
+) -> None:
+    row.status = ToolInvocation.Status.COMMITTED
+    row.result = result
+    row.revert_snapshot = snapshot
+    row.revertible = snapshot is not None
+    row.error = snapshot_error
+    row.post_state = post_state
+    row.write_set = list(post_state)
+    row.read_set = reads
+    row.committed_at = timezone.now()
+    events = [
+        event(
+            "state_changed",
+            entities.describe(k, fields),
+            source="ai_tool_execution",
+            turn=row.turn_id,
+            invocation=row.pk,
+        )
+        for k, fields in post_state.items()
+    ]
+    row.broadcast_events = broadcast_on_commit(row.campaign_id, events)
+    row.save()
+    WriteSetEntry.objects.bulk_create(
+        WriteSetEntry(
+            campaign_id=row.campaign_id,
+            invocation=row,
+            sequence=row.sequence,
+            root=entities.root(k),
+            key=k,
+            mode=mode,
+        )
+        for mode, keys in (
+            (WriteSetEntry.Mode.WRITE, row.write_set),
+            (WriteSetEntry.Mode.READ, reads),
+        )
+        for k in keys
+    )

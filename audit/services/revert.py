@@ -1,0 +1,329 @@
+"""Revert and undo: put the world back exactly, once, and tell every client."""
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from ai_tools import entities, registry
+from ai_tools.base import ToolContext
+from audit.models import ToolInvocation, WriteSetEntry
+from audit.permissions import authorize_revert, recording_denials
+from audit.services.common import campaign_lock
+from campaigns.errors import Conflict, NotFound
+from campaigns.models import Campaign, ChatMessage, Turn
+from campaigns.realtime import broadcast_on_commit, event
+from campaigns.selectors import campaign_get_visible
+
+COMMITTED = ToolInvocation.Status.COMMITTED
+
+
+@dataclass
+class RevertResult:
+    reverted: bool
+    skip_reason: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class UndoResult:
+    reverted: list[str]
+    skipped: list[dict[str, str]]
+
+
+def skip_reason(row: ToolInvocation) -> str | None:
+    if row.status == ToolInvocation.Status.REVERTED:
+        return "already_reverted"
+    if row.status != COMMITTED:
+        return "not_committed"
+    if not row.revertible:
+        return "not_revertible"
+    return None
+
+
+def invocation_revert(
+    *,
+    campaign_id: Any,
+    invocation_id: Any,
+    user: Any,
+    reason: str = "",
+    cascade: bool = False,
+    ip: str | None = None,
+) -> RevertResult:
+    """Revert one invocation. Idempotent: concurrent calls serialise on the campaign lock and
+    the row lock, and all but the first report `already_reverted`. A later invocation that
+    depends on what this one wrote is a Conflict, or with `cascade` is reverted first."""
+    with recording_denials(user=user, ip=ip), transaction.atomic():
+        campaign, row = _lock_invocation(campaign_id, invocation_id, user)
+        authorize_revert(user=user, campaign=campaign, actor_id=row.user_id, target=str(row.pk))
+        reason_skipped = skip_reason(row)
+        if reason_skipped:
+            return RevertResult(reverted=False, skip_reason=reason_skipped)
+        chain = _chain(campaign, [row], cascade=cascade, user=user)
+        state = _revert_rows(campaign, chain, user=user, reason=reason)
+        cascaded = [str(r.pk) for r in chain if r.pk != row.pk]
+        broadcast_on_commit(
+            campaign.pk,
+            [
+                event(
+                    "invocation_reverted",
+                    {
+                        "invocation": str(r.pk),
+                        "tool_name": r.tool_name,
+                        "state": state,
+                        "reason": reason,
+                    },
+                    source="system",
+                    turn=r.turn_id,
+                    invocation=r.pk,
+                )
+                for r in chain
+            ],
+        )
+    return RevertResult(reverted=True, details={"cascaded": cascaded, "state": state})
+
+
+def turn_undo(
+    *,
+    campaign_id: Any,
+    turn_id: Any,
+    user: Any,
+    reason: str = "",
+    cascade: bool = False,
+    ip: str | None = None,
+) -> UndoResult:
+    """Undo a whole turn atomically: its committed invocations newest first, its messages
+    marked reverted. Rows that cannot be reverted are reported with their skip reason."""
+    with recording_denials(user=user, ip=ip), transaction.atomic():
+        campaign, turn = _lock_turn(campaign_id, turn_id, user)
+        authorize_revert(
+            user=user, campaign=campaign, actor_id=turn.actor_id, target=f"turn:{turn.pk}"
+        )
+        rows = list(
+            ToolInvocation.objects.select_for_update()
+            .filter(campaign=campaign, turn=turn)
+            .order_by("-sequence")
+        )
+        todo = [r for r in rows if skip_reason(r) is None]
+        skipped = [
+            {"id": str(r.pk), "skip_reason": skip_reason(r)}
+            for r in rows
+            if skip_reason(r) is not None
+        ]
+        if turn.reverted_at is not None and not todo:
+            return UndoResult(reverted=[], skipped=skipped)
+        chain = _chain(campaign, todo, cascade=cascade, user=user) if todo else []
+        state = _revert_rows(campaign, chain, user=user, reason=reason)
+        _mark_turn_reverted(turn, user=user, reason=reason)
+        broadcast_on_commit(
+            campaign.pk,
+            [
+                event(
+                    "interaction_reverted",
+                    {
+                        "turn": turn.pk,
+                        "invocations": [str(r.pk) for r in chain],
+                        "tool_names": [r.tool_name for r in chain],
+                        "state": state,
+                        "reason": reason,
+                    },
+                    source="system",
+                    turn=turn.pk,
+                )
+            ],
+        )
+    return UndoResult(reverted=[str(r.pk) for r in chain], skipped=skipped)
+
+
+def revert_plan(
+    *,
+    campaign_id: Any,
+    user: Any,
+    invocation_id: Any = None,
+    turn_id: Any = None,
+    cascade: bool = False,
+    ip: str | None = None,
+) -> dict[str, Any]:
+    """What a revert (or a turn undo) would do, computed without changing anything: the
+    invocations it would revert, the later ones in the way, and before → after → now."""
+    with recording_denials(user=user, ip=ip), transaction.atomic():
+        campaign = campaign_get_visible(campaign_id=campaign_id, user=user)
+        if turn_id is not None:
+            turn = _get_turn(campaign, turn_id)
+            actor_id, target = turn.actor_id, f"turn:{turn.pk}"
+            rows = list(ToolInvocation.objects.filter(campaign=campaign, turn=turn))
+        else:
+            row = _get_invocation(campaign, invocation_id)
+            actor_id, target, rows = row.user_id, str(row.pk), [row]
+        authorize_revert(user=user, campaign=campaign, actor_id=actor_id, target=target)
+        todo = [r for r in rows if skip_reason(r) is None]
+        later = _dependents(campaign, todo, closure=cascade)
+        chain = sorted(todo + (later if cascade else []), key=lambda r: -r.sequence)
+        return {
+            "invocations": [
+                {
+                    "id": str(r.pk),
+                    "tool_name": r.tool_name,
+                    "summary": registry.write_tool(r.tool_name).summarize(r.input),
+                    "skip_reason": None,
+                }
+                for r in chain
+            ]
+            + [
+                {
+                    "id": str(r.pk),
+                    "tool_name": r.tool_name,
+                    "summary": registry.write_tool(r.tool_name).summarize(r.input),
+                    "skip_reason": skip_reason(r),
+                }
+                for r in sorted(rows, key=lambda r: -r.sequence)
+                if skip_reason(r)
+            ],
+            "conflicts": [] if cascade else [str(r.pk) for r in later],
+            "diff": _diff(campaign, chain),
+        }
+
+
+def _lock_invocation(campaign_id: Any, invocation_id: Any, user: Any):
+    campaign = campaign_get_visible(campaign_id=campaign_id, user=user)
+    campaign = campaign_lock(campaign.pk)
+    row = _get_invocation(campaign, invocation_id, for_update=True)
+    return campaign, row
+
+
+def _lock_turn(campaign_id: Any, turn_id: Any, user: Any):
+    campaign = campaign_get_visible(campaign_id=campaign_id, user=user)
+    campaign = campaign_lock(campaign.pk)
+    return campaign, _get_turn(campaign, turn_id, for_update=True)
+
+
+def _get_invocation(campaign: Campaign, invocation_id: Any, for_update: bool = False):
+    queryset = ToolInvocation.objects.filter(campaign=campaign)
+    if for_update:
+        queryset = queryset.select_for_update()
+    try:
+        return queryset.get(pk=invocation_id)
+    except (ToolInvocation.DoesNotExist, ValidationError, ValueError, TypeError) as exc:
+        raise NotFound() from exc
+
+
+def _get_turn(campaign: Campaign, turn_id: Any, for_update: bool = False) -> Turn:
+    queryset = Turn.objects.filter(campaign=campaign)
+    if for_update:
+        queryset = queryset.select_for_update()
+    try:
+        return queryset.get(pk=turn_id)
+    except (Turn.DoesNotExist, ValidationError, ValueError, TypeError) as exc:
+        raise NotFound() from exc
+
+
+def _dependents(
+    campaign: Campaign, rows: list[ToolInvocation], *, closure: bool
+) -> list[ToolInvocation]:
+    """Later committed invocations that wrote or read what `rows` wrote; with `closure`, also
+    those depending on them, transitively. Newest first."""
+    found: dict[Any, ToolInvocation] = {}
+    frontier = list(rows)
+    excluded = {r.pk for r in rows}
+    while frontier:
+        writes = [(k, r.sequence) for r in frontier for k in r.write_set]
+        if not writes:
+            break
+        candidates = (
+            WriteSetEntry.objects.filter(
+                campaign=campaign,
+                root__in={entities.root(k) for k, _ in writes},
+                sequence__gt=min(s for _, s in writes),
+                invocation__status=COMMITTED,
+            )
+            .exclude(invocation_id__in=excluded | set(found))
+            .values_list("invocation_id", "sequence", "key")
+        )
+        hits = {
+            inv
+            for inv, seq, k in candidates
+            if any(seq > s and entities.overlaps(k, w) for w, s in writes)
+        }
+        frontier = list(ToolInvocation.objects.filter(pk__in=hits))
+        found.update((r.pk, r) for r in frontier)
+        if not closure:
+            break
+    return sorted(found.values(), key=lambda r: -r.sequence)
+
+
+def _chain(
+    campaign: Campaign, rows: list[ToolInvocation], *, cascade: bool, user: Any
+) -> list[ToolInvocation]:
+    """Everything to revert, newest first; a Conflict if later work is in the way."""
+    later = _dependents(campaign, rows, closure=cascade)
+    if later and not cascade:
+        raise Conflict(
+            "Later invocations depend on this; revert them first or use cascade.",
+            conflicts=[str(r.pk) for r in later],
+        )
+    for dependent in later:
+        if skip_reason(dependent):
+            raise Conflict(
+                f"Later invocation {dependent.pk} cannot be reverted "
+                f"({skip_reason(dependent)}), so this cannot be undone faithfully.",
+                conflicts=[str(dependent.pk)],
+            )
+        authorize_revert(
+            user=user, campaign=campaign, actor_id=dependent.user_id, target=str(dependent.pk)
+        )
+    locked = ToolInvocation.objects.select_for_update().filter(pk__in=[r.pk for r in later])
+    return sorted(list(rows) + list(locked), key=lambda r: -r.sequence)
+
+
+def _revert_rows(
+    campaign: Campaign, chain: list[ToolInvocation], *, user: Any, reason: str
+) -> list[dict[str, Any]]:
+    """Run each tool's revert newest first; return the restored state of every entity touched."""
+    now = timezone.now()
+    touched: list[str] = []
+    for row in chain:
+        tool = registry.write_tool(row.tool_name)
+        tool.revert(ToolContext(campaign=campaign, actor=user, turn=row.turn), row.revert_snapshot)
+        row.status, row.reverted_at = ToolInvocation.Status.REVERTED, now
+        row.reverted_by, row.revert_reason = user, reason
+        row.save(update_fields=["status", "reverted_at", "reverted_by", "revert_reason"])
+        touched += [k for k in row.write_set if k not in touched]
+    return [entities.describe(k, entities.capture(campaign, k)) for k in touched]
+
+
+def _mark_turn_reverted(turn: Turn, *, user: Any, reason: str) -> None:
+    turn.reverted_at, turn.reverted_by, turn.revert_reason = timezone.now(), user, reason
+    turn.save(update_fields=["reverted_at", "reverted_by", "revert_reason"])
+    ChatMessage.objects.filter(turn=turn).update(reverted=True)
+
+
+def _diff(campaign: Campaign, chain: list[ToolInvocation]) -> list[dict[str, Any]]:
+    """before (what the revert restores) → after (what the call wrote) → now, per field."""
+    before: dict[str, dict | None] = {}
+    after: dict[str, dict | None] = {}
+    for row in chain:  # newest first: the oldest row's snapshot is what is restored
+        snapshot = (row.revert_snapshot or {}).get("entities", {})
+        for k in row.write_set:
+            before[k] = snapshot.get(k)
+            after.setdefault(k, (row.post_state or {}).get(k))
+    rows = []
+    for k in before:
+        now = entities.capture(campaign, k)
+        kind, pk, _ = entities.parse(k)
+        names = list(dict.fromkeys([*(before[k] or {}), *(after[k] or {}), *(now or {})]))
+        for name in names:
+            values = [(d or {}).get(name) for d in (before[k], after[k], now)]
+            if values[0] != values[1] or values[0] != values[2]:
+                rows.append(
+                    {
+                        "entity": kind,
+                        "id": pk,
+                        "field": name,
+                        "before": values[0],
+                        "after": values[1],
+                        "now": values[2],
+                    }
+                )
+    return rows

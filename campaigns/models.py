@@ -1,0 +1,315 @@
+"""The game world. `campaign_id` is on every table and leads its indexes: it is the shard key."""
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from guardian.models import GroupObjectPermissionBase, UserObjectPermissionBase
+
+User = settings.AUTH_USER_MODEL
+
+
+class Campaign(models.Model):
+    class Status(models.TextChoices):
+        ACTIVE = "active"
+        COMPLETED = "completed"
+
+    class ApprovalPolicy(models.TextChoices):
+        NONE = "none"
+        CRITICAL = "critical"
+        CRITICAL_AND_HIGH = "critical_and_high"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(max_length=200)
+    owner = models.ForeignKey(User, on_delete=models.PROTECT, related_name="owned_campaigns")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    current_chapter = models.ForeignKey(
+        "Chapter", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    active_dungeon = models.ForeignKey(
+        "Dungeon", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    active_encounter = models.ForeignKey(
+        "Encounter", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    scene = models.TextField(blank=True, default="")
+    location = models.CharField(max_length=200, blank=True, default="")
+    # Human in the loop is a later issue; until its pause/resume lands, nothing is held back.
+    approval_policy = models.CharField(
+        max_length=24, choices=ApprovalPolicy.choices, default=ApprovalPolicy.NONE
+    )
+    # Last realtime event number handed out (SPEC §7); advanced under the campaign row lock.
+    event_seq = models.BigIntegerField(default=0, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        permissions = [("revert_any_turn", "Can revert any turn in the campaign")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class CampaignUserObjectPermission(UserObjectPermissionBase):
+    """Direct-FK guardian table: object permission checks are index lookups, not generic joins."""
+
+    content_object = models.ForeignKey(Campaign, on_delete=models.CASCADE)
+
+
+class CampaignGroupObjectPermission(GroupObjectPermissionBase):
+    content_object = models.ForeignKey(Campaign, on_delete=models.CASCADE)
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        OWNER = "owner"
+        PLAYER = "player"
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.PLAYER)
+    joined_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "user"], name="membership_unique")
+        ]
+        indexes = [models.Index(fields=["user", "campaign"], name="membership_user_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.user_id} in {self.campaign_id} ({self.role})"
+
+
+class Creature(models.Model):
+    class Kind(models.TextChoices):
+        PC = "pc"
+        NPC = "npc"
+        MONSTER = "monster"
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="creatures")
+    name = models.CharField(max_length=100)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    hp = models.IntegerField()
+    max_hp = models.IntegerField()
+    temp_hp = models.IntegerField(default=0)
+    conditions = models.JSONField(default=list, blank=True)
+    death_save_successes = models.PositiveSmallIntegerField(default=0)
+    death_save_failures = models.PositiveSmallIntegerField(default=0)
+    x = models.IntegerField(default=0)
+    y = models.IntegerField(default=0)
+    controlled_by = models.ForeignKey(
+        User, null=True, blank=True, on_delete=models.SET_NULL, related_name="characters"
+    )
+
+    class Meta:
+        indexes = [models.Index(fields=["campaign", "kind"], name="creature_campaign_idx")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Resource(models.Model):
+    class Recharge(models.TextChoices):
+        SHORT_REST = "short_rest"
+        LONG_REST = "long_rest"
+        NONE = "none"
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="resources")
+    creature = models.ForeignKey(Creature, on_delete=models.CASCADE, related_name="resources")
+    name = models.CharField(max_length=100)
+    current = models.IntegerField()
+    maximum = models.IntegerField()
+    recharge = models.CharField(max_length=16, choices=Recharge.choices, default=Recharge.NONE)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["creature", "name"], name="resource_unique_name")
+        ]
+        indexes = [models.Index(fields=["campaign", "creature"], name="resource_campaign_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.current}/{self.maximum}"
+
+
+class ResourceEvent(models.Model):
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="+")
+    resource = models.ForeignKey(Resource, on_delete=models.CASCADE, related_name="events")
+    delta = models.IntegerField()
+    reason = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["campaign", "resource"], name="resevent_campaign_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.delta:+d} {self.reason}"
+
+
+class InventoryItem(models.Model):
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="+")
+    creature = models.ForeignKey(Creature, on_delete=models.CASCADE, related_name="items")
+    name = models.CharField(max_length=100)
+    quantity = models.PositiveIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["creature", "name"], name="item_unique_name")
+        ]
+        indexes = [models.Index(fields=["campaign", "creature"], name="item_campaign_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.quantity} × {self.name}"
+
+
+class Chapter(models.Model):
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="chapters")
+    title = models.CharField(max_length=200)
+    position = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["position", "id"]
+        indexes = [models.Index(fields=["campaign", "position"], name="chapter_campaign_idx")]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class Dungeon(models.Model):
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="dungeons")
+    name = models.CharField(max_length=200)
+
+    class Meta:
+        indexes = [models.Index(fields=["campaign"], name="dungeon_campaign_idx")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Encounter(models.Model):
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="encounters")
+    active = models.BooleanField(default=True)
+    round = models.PositiveIntegerField(default=1)
+    turn_index = models.PositiveIntegerField(default=0)
+    # [{"creature_id": int, "initiative": int}, ...] in turn order.
+    order = models.JSONField(default=list)
+
+    class Meta:
+        indexes = [models.Index(fields=["campaign", "active"], name="encounter_campaign_idx")]
+
+    def __str__(self) -> str:
+        return f"Encounter {self.pk} round {self.round}"
+
+
+class FogCell(models.Model):
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="+")
+    x = models.IntegerField()
+    y = models.IntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "x", "y"], name="fogcell_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.x},{self.y}"
+
+
+class GMMemory(models.Model):
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="memories")
+    key = models.CharField(max_length=100, blank=True, default="")
+    content = models.TextField()
+
+    class Meta:
+        indexes = [models.Index(fields=["campaign", "key"], name="memory_campaign_idx")]
+
+    def __str__(self) -> str:
+        return self.key or self.content[:40]
+
+
+class Achievement(models.Model):
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="achievements")
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="achievements")
+    code = models.CharField(max_length=64)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "user", "code"], name="achievement_unique")
+        ]
+
+    def __str__(self) -> str:
+        return self.code
+
+
+class Episode(models.Model):
+    """The current play session; end_adventure ends it."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="episodes")
+    number = models.PositiveIntegerField()
+    active = models.BooleanField(default=True)
+    summary = models.TextField(blank=True, default="")
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "number"], name="episode_unique_number")
+        ]
+
+    def __str__(self) -> str:
+        return f"Episode {self.number}"
+
+
+class Turn(models.Model):
+    """One interaction: a player's message, the GM's reply and the tool calls it made."""
+
+    class Status(models.TextChoices):
+        OPEN = "open"
+        RUNNING = "running"
+        AWAITING_APPROVAL = "awaiting_approval"
+        COMPLETED = "completed"
+        FAILED = "failed"
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="turns")
+    actor = models.ForeignKey(User, on_delete=models.PROTECT, related_name="turns")
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.OPEN)
+    created_at = models.DateTimeField(auto_now_add=True)
+    reverted_at = models.DateTimeField(null=True, blank=True)
+    reverted_by = models.ForeignKey(
+        User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    revert_reason = models.TextField(blank=True, default="")
+
+    class Meta:
+        indexes = [models.Index(fields=["campaign", "-created_at"], name="turn_campaign_idx")]
+
+    def __str__(self) -> str:
+        return f"Turn {self.pk} by {self.actor_id}"
+
+
+class ChatMessage(models.Model):
+    class Role(models.TextChoices):
+        PLAYER = "player"
+        GM = "gm"
+        SYSTEM = "system"
+
+    class Source(models.TextChoices):
+        USER = "user"
+        AI_TOOL_EXECUTION = "ai_tool_execution"
+        SYSTEM = "system"
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="messages")
+    turn = models.ForeignKey(
+        Turn, null=True, blank=True, on_delete=models.CASCADE, related_name="messages"
+    )
+    author = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL)
+    role = models.CharField(max_length=16, choices=Role.choices)
+    source = models.CharField(max_length=24, choices=Source.choices)
+    content = models.TextField()
+    reverted = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["campaign", "created_at"], name="message_campaign_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.role}: {self.content[:40]}"

@@ -1,0 +1,68 @@
+"""The one publisher: the only code that talks to the channel layer.
+
+Events get their per-campaign `seq` inside the transaction that makes the change (under the
+campaign row lock, so numbers follow commit order and a rolled-back change leaves no gap) and
+leave only after commit. A broadcast failure is logged; it never undoes a committed write.
+"""
+
+import logging
+from functools import partial
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from campaigns.models import Campaign
+
+logger = logging.getLogger(__name__)
+
+SOURCES = ("ai_tool_execution", "user", "system")
+
+
+def group_name(campaign_id: Any) -> str:
+    return f"campaign.{campaign_id}"
+
+
+def event(
+    type: str, data: dict[str, Any], *, source: str, turn: Any = None, invocation: Any = None
+) -> dict[str, Any]:
+    if source not in SOURCES:
+        raise ValueError(f"unknown event source {source!r}")
+    return {
+        "type": type,
+        "source": source,
+        "turn": turn,
+        "invocation": str(invocation) if invocation else None,
+        "data": data,
+    }
+
+
+def broadcast_on_commit(campaign_id: Any, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Number `events` for the campaign and send them when the current transaction commits."""
+    if not events:
+        return []
+    with transaction.atomic():
+        Campaign.objects.filter(pk=campaign_id).update(event_seq=F("event_seq") + len(events))
+        last = Campaign.objects.filter(pk=campaign_id).values_list("event_seq", flat=True).get()
+    at = timezone.now().isoformat()
+    first = last - len(events) + 1
+    envelopes = [
+        {**e, "campaign": str(campaign_id), "seq": first + i, "at": at}
+        for i, e in enumerate(events)
+    ]
+    transaction.on_commit(partial(_send, group_name(campaign_id), envelopes))
+    return envelopes
+
+
+def _send(group: str, envelopes: list[dict[str, Any]]) -> None:
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    for envelope in envelopes:
+        try:
+            async_to_sync(layer.group_send)(group, {"type": "campaign.event", "event": envelope})
+        except Exception:
+            logger.exception("broadcast of %s seq %s failed", envelope["type"], envelope["seq"])

@@ -1,0 +1,138 @@
+"""Reads of the game world."""
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
+
+from campaigns.errors import NotFound
+from campaigns.models import (
+    Achievement,
+    Campaign,
+    Chapter,
+    Creature,
+    Dungeon,
+    Encounter,
+    Episode,
+    FogCell,
+    GMMemory,
+    InventoryItem,
+    Membership,
+    Resource,
+    ResourceEvent,
+)
+
+
+def _iso(value: Any) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def _rows(queryset: QuerySet, *fields: str) -> list[dict[str, Any]]:
+    return list(queryset.order_by("pk").values(*fields))
+
+
+def campaign_state(campaign: Campaign) -> dict[str, Any]:
+    """The canonical dump of one campaign's game world.
+
+    Stable ordering and only values a revert restores (no creation timestamps), so two dumps
+    taken before a tool call and after its revert compare equal byte for byte.
+    """
+    campaign = Campaign.objects.get(pk=campaign.pk)
+    cid = campaign.pk
+    return {
+        "campaign": {
+            "id": str(cid),
+            "name": campaign.name,
+            "status": campaign.status,
+            "completed_at": _iso(campaign.completed_at),
+            "current_chapter": campaign.current_chapter_id,
+            "active_dungeon": campaign.active_dungeon_id,
+            "active_encounter": campaign.active_encounter_id,
+            "scene": campaign.scene,
+            "location": campaign.location,
+        },
+        "members": list(
+            Membership.objects.filter(campaign_id=cid).order_by("user_id").values("user_id", "role")
+        ),
+        "creatures": _rows(
+            Creature.objects.filter(campaign_id=cid),
+            "id",
+            "name",
+            "kind",
+            "hp",
+            "max_hp",
+            "temp_hp",
+            "conditions",
+            "death_save_successes",
+            "death_save_failures",
+            "x",
+            "y",
+            "controlled_by_id",
+        ),
+        "resources": _rows(
+            Resource.objects.filter(campaign_id=cid),
+            "id",
+            "creature_id",
+            "name",
+            "current",
+            "maximum",
+            "recharge",
+        ),
+        "resource_events": _rows(
+            ResourceEvent.objects.filter(campaign_id=cid), "id", "resource_id", "delta", "reason"
+        ),
+        "items": _rows(
+            InventoryItem.objects.filter(campaign_id=cid), "id", "creature_id", "name", "quantity"
+        ),
+        "chapters": _rows(Chapter.objects.filter(campaign_id=cid), "id", "title", "position"),
+        "dungeons": _rows(Dungeon.objects.filter(campaign_id=cid), "id", "name"),
+        "encounters": _rows(
+            Encounter.objects.filter(campaign_id=cid),
+            "id",
+            "active",
+            "round",
+            "turn_index",
+            "order",
+        ),
+        "fog": _rows(FogCell.objects.filter(campaign_id=cid), "x", "y"),
+        "memories": _rows(GMMemory.objects.filter(campaign_id=cid), "id", "key", "content"),
+        "achievements": _rows(Achievement.objects.filter(campaign_id=cid), "id", "user_id", "code"),
+        "episodes": [
+            {**row, "ended_at": _iso(row["ended_at"])}
+            for row in _rows(
+                Episode.objects.filter(campaign_id=cid),
+                "id",
+                "number",
+                "active",
+                "summary",
+                "ended_at",
+            )
+        ],
+    }
+
+
+def campaign_get_for_member(*, campaign_id: Any, user: Any) -> Campaign:
+    """The campaign if `user` is a member; NotFound otherwise, so its existence is not revealed."""
+    if not getattr(user, "is_authenticated", False):
+        raise NotFound()
+    try:
+        return Campaign.objects.select_related("owner").get(
+            pk=campaign_id, memberships__user_id=user.pk
+        )
+    except (Campaign.DoesNotExist, ValidationError, ValueError, TypeError) as exc:
+        raise NotFound() from exc
+
+
+def campaign_get_visible(*, campaign_id: Any, user: Any) -> Campaign:
+    """Members see a campaign, and so does staff holding the global revert permission (they
+    police every table from the admin). Everyone else gets NotFound."""
+    if getattr(user, "is_staff", False) and user.has_perm("audit.revert_toolinvocation"):
+        try:
+            return Campaign.objects.select_related("owner").get(pk=campaign_id)
+        except (Campaign.DoesNotExist, ValidationError, ValueError, TypeError) as exc:
+            raise NotFound() from exc
+    return campaign_get_for_member(campaign_id=campaign_id, user=user)
+
+
+def is_member(*, campaign: Campaign, user: Any) -> bool:
+    return Membership.objects.filter(campaign_id=campaign.pk, user_id=user.pk).exists()

@@ -1,0 +1,159 @@
+"""Writes of the game world that are not AI tool calls: set-up by people, and turns."""
+
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from guardian.shortcuts import assign_perm, remove_perm
+
+from campaigns.errors import Conflict, InvalidInput, NotFound
+from campaigns.models import (
+    Campaign,
+    Chapter,
+    ChatMessage,
+    Creature,
+    Dungeon,
+    Episode,
+    Membership,
+    Resource,
+    Turn,
+)
+from campaigns.realtime import broadcast_on_commit, event
+
+REVERT_ANY_TURN = "campaigns.revert_any_turn"
+
+
+@transaction.atomic
+def campaign_create(*, owner: Any, name: str, approval_policy: str | None = None) -> Campaign:
+    """The owner becomes a member holding `revert_any_turn`, and the first episode begins."""
+    campaign = Campaign.objects.create(
+        owner=owner,
+        name=name,
+        **({"approval_policy": approval_policy} if approval_policy else {}),
+    )
+    Membership.objects.create(campaign=campaign, user=owner, role=Membership.Role.OWNER)
+    assign_perm(REVERT_ANY_TURN, owner, campaign)
+    Episode.objects.create(campaign=campaign, number=1)
+    return campaign
+
+
+@transaction.atomic
+def membership_add(
+    *, campaign: Campaign, username: str, can_revert_any: bool = False
+) -> Membership:
+    user = get_user_model().objects.filter(username=username).first()
+    if user is None:
+        raise NotFound(f"No user named {username!r}.")
+    membership, created = Membership.objects.get_or_create(campaign=campaign, user=user)
+    if not created and membership.role == Membership.Role.OWNER:
+        raise Conflict("The owner is already a member.")
+    if can_revert_any:
+        assign_perm(REVERT_ANY_TURN, user, campaign)
+    else:
+        remove_perm(REVERT_ANY_TURN, user, campaign)
+    return membership
+
+
+def creature_create(
+    *,
+    campaign: Campaign,
+    name: str,
+    kind: str,
+    hp: int,
+    max_hp: int,
+    controlled_by: Any = None,
+    x: int = 0,
+    y: int = 0,
+) -> Creature:
+    if not 0 <= hp <= max_hp:
+        raise InvalidInput("hp must be between 0 and max_hp.")
+    if controlled_by is not None and kind != Creature.Kind.PC:
+        raise InvalidInput("Only player characters have a controlling player.")
+    if (
+        controlled_by is not None
+        and not Membership.objects.filter(campaign=campaign, user=controlled_by).exists()
+    ):
+        raise InvalidInput("The controlling player must be a member of the campaign.")
+    return Creature.objects.create(
+        campaign=campaign,
+        name=name,
+        kind=kind,
+        hp=hp,
+        max_hp=max_hp,
+        controlled_by=controlled_by,
+        x=x,
+        y=y,
+    )
+
+
+def resource_create(
+    *, creature: Creature, name: str, current: int, maximum: int, recharge: str
+) -> Resource:
+    if not 0 <= current <= maximum:
+        raise InvalidInput("current must be between 0 and maximum.")
+    if Resource.objects.filter(creature=creature, name=name).exists():
+        raise Conflict(f"{creature.name} already has a resource named {name!r}.")
+    return Resource.objects.create(
+        campaign_id=creature.campaign_id,
+        creature=creature,
+        name=name,
+        current=current,
+        maximum=maximum,
+        recharge=recharge,
+    )
+
+
+def chapter_create(*, campaign: Campaign, title: str) -> Chapter:
+    last = campaign.chapters.order_by("-position").values_list("position", flat=True).first()
+    chapter = Chapter.objects.create(campaign=campaign, title=title, position=(last or 0) + 1)
+    if campaign.current_chapter_id is None:
+        Campaign.objects.filter(pk=campaign.pk).update(current_chapter=chapter)
+        campaign.current_chapter = chapter
+    return chapter
+
+
+def dungeon_create(*, campaign: Campaign, name: str) -> Dungeon:
+    return Dungeon.objects.create(campaign=campaign, name=name)
+
+
+@transaction.atomic
+def turn_create(*, campaign: Campaign, actor: Any, message: str) -> Turn:
+    """A player's turn starts with their message; the GM's reply and tool calls join it."""
+    turn = Turn.objects.create(campaign=campaign, actor=actor)
+    message_post(
+        turn=turn,
+        author=actor,
+        role=ChatMessage.Role.PLAYER,
+        source=ChatMessage.Source.USER,
+        content=message,
+    )
+    return turn
+
+
+def message_post(*, turn: Turn, author: Any, role: str, source: str, content: str) -> ChatMessage:
+    with transaction.atomic():
+        message = ChatMessage.objects.create(
+            campaign_id=turn.campaign_id,
+            turn=turn,
+            author=author,
+            role=role,
+            source=source,
+            content=content,
+        )
+        broadcast_on_commit(
+            turn.campaign_id,
+            [
+                event(
+                    "message_created",
+                    {
+                        "id": message.pk,
+                        "role": role,
+                        "content": content,
+                        "author": author.get_username() if author else None,
+                    },
+                    source=source,
+                    turn=turn.pk,
+                )
+            ],
+        )
+    return message

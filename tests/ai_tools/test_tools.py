@@ -1,0 +1,255 @@
+"""Every write tool: apply then revert restores the world exactly; bad input changes nothing."""
+
+import json
+
+import pytest
+
+from ai_tools import registry
+from audit.models import ToolInvocation
+from audit.services import invocation_dispatch, invocation_revert
+from campaigns.models import Creature
+from campaigns.selectors import campaign_state
+from tests.ai_tools.examples import EXAMPLES
+
+SPEC_TOOLS = {
+    "modify_creature",
+    "start_combat",
+    "end_adventure",
+    "end_combat",
+    "advance_chapter",
+    "consume_resource",
+    "rest",
+    "activate_dungeon",
+    "advance_turn",
+    "reveal_fog",
+    "write_memory",
+    "spawn_creature",
+    "give_item",
+    "set_scene",
+    "move_token",
+}
+TOOL_NAMES = [tool.name for tool in registry.write_tools()]
+
+
+def dump(campaign) -> str:
+    return json.dumps(campaign_state(campaign), sort_keys=True)
+
+
+def test_the_fifteen_tools_of_the_spec_are_registered_with_their_tiers():
+    assert set(TOOL_NAMES) == SPEC_TOOLS
+    tiers = {tool.name: str(tool.tier) for tool in registry.write_tools()}
+    assert {n for n, t in tiers.items() if t == "critical"} == {
+        "modify_creature",
+        "start_combat",
+        "end_adventure",
+    }
+    assert {n for n, t in tiers.items() if t == "low"} == {"set_scene", "move_token"}
+    assert {tool.name for tool in registry.read_tools()} == {"get_state", "roll_dice"}
+
+
+def test_every_write_tool_has_an_example():
+    assert set(EXAMPLES) == set(TOOL_NAMES)
+
+
+@pytest.mark.parametrize("tool_name", TOOL_NAMES)
+def test_apply_then_revert_restores_state_exactly(world, tool_name):
+    data = EXAMPLES[tool_name](world)
+    before = dump(world.campaign)
+    row = invocation_dispatch(
+        campaign=world.campaign,
+        actor=world.owner,
+        tool_name=tool_name,
+        input=data,
+        model="test-model",
+        source="test",
+    )
+    assert row.status == ToolInvocation.Status.COMMITTED, row.error
+    assert row.revertible and row.write_set
+    assert dump(world.campaign) != before, "the example should change the world"
+    outcome = invocation_revert(
+        campaign_id=world.campaign.pk, invocation_id=row.pk, user=world.owner
+    )
+    assert outcome.reverted
+    assert dump(world.campaign) == before
+
+
+def _bad_inputs(world, tool_name, good):
+    """(label, input) pairs that must all be refused for this tool."""
+    tool = registry.write_tool(tool_name)
+    cases = [("not an object", ["x"]), ("unknown field", {**good, "bogus_field": 1})]
+    props = tool.schema["properties"]
+    for name in good:
+        wrong = "text" if props[name].get("type") != "string" else 12345
+        cases.append((f"{name} wrong type", {**good, name: wrong}))
+    for name in tool.schema.get("required", []):
+        cases.append((f"missing {name}", {k: v for k, v in good.items() if k != name}))
+    if "creature_id" in good:
+        cases.append(("unknown creature", {**good, "creature_id": 999_999}))
+        cases.append(("foreign creature", {**good, "creature_id": world.foreign.pk}))
+    if "creature_ids" in good:
+        cases.append(("foreign creature", {**good, "creature_ids": [world.foreign.pk]}))
+    if not good:
+        cases.append(("huge number", {"x": 10**30}))
+    return cases
+
+
+@pytest.mark.parametrize("tool_name", TOOL_NAMES)
+def test_bad_input_leaves_a_failed_row_and_no_change(world, tool_name):
+    good = EXAMPLES[tool_name](world)
+    for label, data in _bad_inputs(world, tool_name, good):
+        before = dump(world.campaign)
+        foreign_before = dump(world.foreign.campaign)
+        row = invocation_dispatch(
+            campaign=world.campaign, actor=world.owner, tool_name=tool_name, input=data
+        )
+        assert row.status == ToolInvocation.Status.FAILED, label
+        assert row.error, label
+        assert dump(world.campaign) == before, label
+        assert dump(world.foreign.campaign) == foreign_before, label
+
+
+def test_foreign_creature_error_names_the_id_and_never_writes_elsewhere(world):
+    row = invocation_dispatch(
+        campaign=world.campaign,
+        actor=world.owner,
+        tool_name="modify_creature",
+        input={"creature_id": world.foreign.pk, "hp_delta": -3},
+    )
+    assert row.error == f"No creature with id {world.foreign.pk} in this campaign."
+    assert Creature.objects.get(pk=world.foreign.pk).hp == 5
+
+
+def test_validation_error_says_what_is_wrong(world):
+    row = invocation_dispatch(
+        campaign=world.campaign,
+        actor=world.owner,
+        tool_name="move_token",
+        input={"creature_id": world.hero.pk, "x": "far", "y": 1},
+    )
+    assert row.error == "Invalid input: input['x']: 'far' is not of type 'integer'"
+
+
+@pytest.mark.parametrize(
+    "tool_name,data",
+    [
+        ("give_item", lambda w: {"creature_id": w.ally.pk, "item": "gold", "quantity": -1}),
+        (
+            "consume_resource",
+            lambda w: {"creature_id": w.ally.pk, "resource": "spell_slot", "amount": 1},
+        ),
+        ("rest", lambda w: {"kind": "long", "creature_ids": [w.ally.pk]}),
+    ],
+)
+def test_player_may_not_touch_another_players_character(world, tool_name, data):
+    before = dump(world.campaign)
+    row = invocation_dispatch(
+        campaign=world.campaign, actor=world.player, tool_name=tool_name, input=data(world)
+    )
+    assert row.status == ToolInvocation.Status.FAILED
+    assert "another player's character" in row.error
+    assert dump(world.campaign) == before
+
+
+def test_player_may_manage_their_own_character(world):
+    row = invocation_dispatch(
+        campaign=world.campaign,
+        actor=world.player,
+        tool_name="consume_resource",
+        input={"creature_id": world.hero.pk, "resource": "spell_slot", "amount": 1},
+    )
+    assert row.status == ToolInvocation.Status.COMMITTED
+    assert row.result == {"resource": "spell_slot", "current": 0, "maximum": 3}
+
+
+def test_rest_without_ids_rests_only_the_players_own_characters(world):
+    world.hero.hp = 3
+    world.hero.save()
+    world.ally.hp = 3
+    world.ally.save()
+    invocation_dispatch(
+        campaign=world.campaign, actor=world.player, tool_name="rest", input={"kind": "long"}
+    )
+    world.hero.refresh_from_db()
+    world.ally.refresh_from_db()
+    assert (world.hero.hp, world.ally.hp) == (24, 3)
+
+
+def test_damage_is_absorbed_by_temp_hp_and_clamped_at_zero(world):
+    invocation_dispatch(
+        campaign=world.campaign,
+        actor=world.owner,
+        tool_name="modify_creature",
+        input={"creature_id": world.hero.pk, "temp_hp": 5},
+    )
+    invocation_dispatch(
+        campaign=world.campaign,
+        actor=world.owner,
+        tool_name="modify_creature",
+        input={"creature_id": world.hero.pk, "hp_delta": -8},
+    )
+    world.hero.refresh_from_db()
+    assert (world.hero.hp, world.hero.temp_hp) == (17, 0)
+    invocation_dispatch(
+        campaign=world.campaign,
+        actor=world.owner,
+        tool_name="modify_creature",
+        input={"creature_id": world.hero.pk, "hp_delta": -500},
+    )
+    world.hero.refresh_from_db()
+    assert world.hero.hp == 0
+
+
+def test_consuming_more_than_left_is_refused(world):
+    row = invocation_dispatch(
+        campaign=world.campaign,
+        actor=world.owner,
+        tool_name="consume_resource",
+        input={"creature_id": world.hero.pk, "resource": "spell_slot", "amount": 2},
+    )
+    assert row.error == "Not enough spell_slot: 1 left, 2 needed."
+
+
+def test_advance_turn_wraps_into_the_next_round(world):
+    invocation_dispatch(
+        campaign=world.campaign,
+        actor=world.owner,
+        tool_name="start_combat",
+        input={"creature_ids": [world.hero.pk, world.goblin.pk]},
+    )
+    rows = [
+        invocation_dispatch(
+            campaign=world.campaign, actor=world.owner, tool_name="advance_turn", input={}
+        )
+        for _ in range(2)
+    ]
+    assert rows[0].result["round"] == 1 and rows[1].result["round"] == 2
+    assert rows[1].result["turn_index"] == 0
+
+
+def test_giving_away_the_last_item_deletes_it_and_revert_brings_it_back(world):
+    invocation_dispatch(
+        campaign=world.campaign,
+        actor=world.owner,
+        tool_name="give_item",
+        input={"creature_id": world.hero.pk, "item": "torch", "quantity": 1},
+    )
+    before = dump(world.campaign)
+    row = invocation_dispatch(
+        campaign=world.campaign,
+        actor=world.owner,
+        tool_name="give_item",
+        input={"creature_id": world.hero.pk, "item": "torch", "quantity": -1},
+    )
+    assert not world.hero.items.exists()
+    invocation_revert(campaign_id=world.campaign.pk, invocation_id=row.pk, user=world.owner)
+    assert dump(world.campaign) == before
+
+
+def test_unknown_tool_is_refused_without_a_row(world):
+    from campaigns.errors import InvalidInput
+
+    with pytest.raises(InvalidInput, match="Unknown tool 'delete_world'"):
+        invocation_dispatch(
+            campaign=world.campaign, actor=world.owner, tool_name="delete_world", input={}
+        )
+    assert not ToolInvocation.objects.exists()

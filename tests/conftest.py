@@ -1,0 +1,139 @@
+"""Shared fixtures: people with every role, a small world, and captured broadcasts."""
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from django.db import connection
+
+from campaigns import realtime
+from campaigns.models import Campaign, Chapter, Creature, Dungeon, Resource
+from campaigns.services import (
+    campaign_create,
+    chapter_create,
+    creature_create,
+    dungeon_create,
+    membership_add,
+    resource_create,
+    turn_create,
+)
+
+
+def pytest_configure(config: Any) -> None:
+    from django.conf import settings
+
+    # Tests create many users; the production hasher is deliberately slow.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+postgres_only = pytest.mark.skipif(
+    connection.vendor != "postgresql",
+    reason="row locks across connections need PostgreSQL (CI sets DATABASE_URL)",
+)
+
+
+def make_user(username: str, **extra: Any) -> User:
+    return User.objects.create_user(username=username, password="pw-" + username, **extra)
+
+
+@dataclass
+class World:
+    campaign: Campaign
+    owner: User
+    player: User
+    cogm: User
+    other: User
+    outsider: User
+    hero: Creature  # the player's PC
+    ally: Creature  # the other member's PC
+    goblin: Creature
+    orc: Creature
+    chapters: list[Chapter]
+    dungeon: Dungeon
+    foreign: Creature  # a creature of another campaign
+
+    def turn(self, actor: User | None = None, message: str = "I act."):
+        return turn_create(campaign=self.campaign, actor=actor or self.player, message=message)
+
+
+def build_world(prefix: str = "") -> World:
+    owner, player, cogm, other, outsider = (
+        make_user(prefix + name) for name in ("owner", "player", "cogm", "other", "outsider")
+    )
+    campaign = campaign_create(owner=owner, name="The Sunken Keep")
+    membership_add(campaign=campaign, username=player.username)
+    membership_add(campaign=campaign, username=other.username)
+    membership_add(campaign=campaign, username=cogm.username, can_revert_any=True)
+    hero = creature_create(
+        campaign=campaign,
+        name="Thorin",
+        kind="pc",
+        hp=20,
+        max_hp=24,
+        controlled_by=player,
+        x=1,
+        y=1,
+    )
+    ally = creature_create(
+        campaign=campaign, name="Lia", kind="pc", hp=15, max_hp=15, controlled_by=other, x=2, y=1
+    )
+    goblin = creature_create(
+        campaign=campaign, name="Goblin", kind="monster", hp=7, max_hp=7, x=5, y=5
+    )
+    orc = creature_create(campaign=campaign, name="Orc", kind="monster", hp=15, max_hp=15)
+    for creature in (hero, ally):
+        resource_create(
+            creature=creature,
+            name="spell_slot",
+            current=1,
+            maximum=3,
+            recharge=Resource.Recharge.LONG_REST,
+        )
+        resource_create(
+            creature=creature,
+            name="ki",
+            current=0,
+            maximum=2,
+            recharge=Resource.Recharge.SHORT_REST,
+        )
+    chapters = [chapter_create(campaign=campaign, title=t) for t in ("Arrival", "Depths", "End")]
+    dungeon = dungeon_create(campaign=campaign, name="Flooded Crypt")
+    elsewhere = campaign_create(owner=outsider, name="Elsewhere")
+    foreign = creature_create(campaign=elsewhere, name="Stranger", kind="npc", hp=5, max_hp=5)
+    campaign.refresh_from_db()
+    return World(
+        campaign,
+        owner,
+        player,
+        cogm,
+        other,
+        outsider,
+        hero,
+        ally,
+        goblin,
+        orc,
+        chapters,
+        dungeon,
+        foreign,
+    )
+
+
+@pytest.fixture
+def world(db) -> World:
+    return build_world()
+
+
+@pytest.fixture
+def staff(db) -> User:
+    user = make_user("staff", is_staff=True)
+    user.user_permissions.add(Permission.objects.get(codename="revert_toolinvocation"))
+    return User.objects.get(pk=user.pk)
+
+
+@pytest.fixture
+def events(monkeypatch) -> list[dict[str, Any]]:
+    """Every envelope the publisher sends, in order (after commit)."""
+    sent: list[dict[str, Any]] = []
+    monkeypatch.setattr(realtime, "_send", lambda group, envelopes: sent.extend(envelopes))
+    return sent
