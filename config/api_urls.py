@@ -1,0 +1,3 @@
+"""The REST API (SPEC §6)."""
+
+urlpatterns: list = []
