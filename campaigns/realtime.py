@@ -11,8 +11,7 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
-from django.db import transaction
-from django.db.models import F
+from django.db import connection, transaction
 from django.utils import timezone
 
 from campaigns.models import Campaign
@@ -44,9 +43,7 @@ def broadcast_on_commit(campaign_id: Any, events: list[dict[str, Any]]) -> list[
     """Number `events` for the campaign and send them when the current transaction commits."""
     if not events:
         return []
-    with transaction.atomic():
-        Campaign.objects.filter(pk=campaign_id).update(event_seq=F("event_seq") + len(events))
-        last = Campaign.objects.filter(pk=campaign_id).values_list("event_seq", flat=True).get()
+    last = _advance_event_seq(campaign_id, len(events))
     at = timezone.now().isoformat()
     first = last - len(events) + 1
     envelopes = [
@@ -55,6 +52,18 @@ def broadcast_on_commit(campaign_id: Any, events: list[dict[str, Any]]) -> list[
     ]
     transaction.on_commit(partial(_send, group_name(campaign_id), envelopes))
     return envelopes
+
+
+def _advance_event_seq(campaign_id: Any, count: int) -> int:
+    """Reserve `count` event numbers; the row lock it takes is held until the caller commits."""
+    table = connection.ops.quote_name(Campaign._meta.db_table)
+    pk = Campaign._meta.pk.get_db_prep_value(campaign_id, connection)
+    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET event_seq = event_seq + %s WHERE id = %s RETURNING event_seq",
+            [count, pk],
+        )
+        return cursor.fetchone()[0]
 
 
 def _send(group: str, envelopes: list[dict[str, Any]]) -> None:

@@ -65,12 +65,11 @@ def invocation_dispatch(
 
 
 def _insert_log_row(fields: dict[str, Any], **extra: Any) -> ToolInvocation:
-    """Fail-closed: no log row, no tool call."""
+    """Fail-closed: no log row, no tool call (the caller's transaction rolls back)."""
     try:
-        with transaction.atomic():
-            return ToolInvocation.objects.create(
-                sequence=next_sequence(fields["campaign_id"]), **fields, **extra
-            )
+        return ToolInvocation.objects.create(
+            sequence=next_sequence(fields["campaign_id"]), **fields, **extra
+        )
     except Exception as exc:
         logger.exception("audit log insert failed for %s", fields["tool_name"])
         raise AuditLogFailure() from exc
@@ -106,7 +105,8 @@ def _run(tool: WriteTool, ctx: ToolContext, row: ToolInvocation) -> None:
 def _take_snapshot(
     tool: WriteTool, ctx: ToolContext, data: dict, keys: list[str]
 ) -> tuple[dict | None, str]:
-    """Fail-open: a broken snapshot costs the undo, not the turn."""
+    """Fail-open: a broken snapshot costs the undo, not the turn. The savepoint keeps a failed
+    query from aborting the transaction the tool still has to run in."""
     try:
         with transaction.atomic():
             return tool.snapshot(ctx, data, keys), ""
@@ -116,10 +116,10 @@ def _take_snapshot(
 
 
 def _guarded(tool: WriteTool, method: Callable[..., T], *args: Any) -> T:
-    """Run a tool method in a savepoint; its refusals and crashes become `_ToolFailed`."""
+    """Run a tool method; its refusals and crashes become `_ToolFailed`, which rolls back the
+    whole dispatch transaction (so no savepoint is needed here)."""
     try:
-        with transaction.atomic():
-            return method(*args)
+        return method(*args)
     except ToolError as exc:
         raise _ToolFailed(str(exc)) from exc
     except Exception as exc:

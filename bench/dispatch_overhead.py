@@ -1,0 +1,67 @@
+"""What the write-ahead log costs: an audited `modify_creature` against the same mutation done
+bare (lock, read, write, commit), measured side by side in one run on PostgreSQL.
+
+    .venv/bin/python bench/dispatch_overhead.py [iterations]
+
+The two variants alternate call by call so machine noise hits both alike; the ratio of medians
+is the figure to read. A benchmark, not a test: it asserts nothing.
+"""
+
+import statistics
+import sys
+import time
+import uuid
+
+from _setup import django_on_postgres
+
+
+def main(iterations: int) -> None:
+    django_on_postgres("bench_dispatch")
+    from django.contrib.auth.models import User
+    from django.db import transaction
+
+    from audit.services import invocation_dispatch
+    from campaigns.models import Campaign, Creature
+    from campaigns.services import campaign_create, creature_create
+
+    owner = User.objects.create_user(f"bench-{uuid.uuid4().hex[:8]}")
+    campaign = campaign_create(owner=owner, name="bench")
+    target = creature_create(
+        campaign=campaign, name="Dummy", kind="monster", hp=10**5, max_hp=10**5
+    )
+
+    def audited() -> None:
+        invocation_dispatch(
+            campaign=campaign,
+            actor=owner,
+            tool_name="modify_creature",
+            input={"creature_id": target.pk, "hp_delta": -1},
+        )
+
+    def bare() -> None:
+        with transaction.atomic():
+            Campaign.objects.select_for_update().get(pk=campaign.pk)
+            creature = Creature.objects.get(campaign=campaign, pk=target.pk)
+            creature.hp = max(0, creature.hp - 1)
+            creature.save(update_fields=["hp"])
+
+    timings: dict[str, list[float]] = {"audited": [], "bare": []}
+    for _ in range(20):  # warm connections and caches
+        audited()
+        bare()
+    for _ in range(iterations):
+        for name, fn in (("audited", audited), ("bare", bare)):
+            start = time.perf_counter()
+            fn()
+            timings[name].append(time.perf_counter() - start)
+
+    med = {name: statistics.median(values) * 1000 for name, values in timings.items()}
+    p95 = {name: statistics.quantiles(v, n=20)[18] * 1000 for name, v in timings.items()}
+    print(f"iterations per variant: {iterations} (PostgreSQL, alternating)")
+    print(f"bare mutation     median {med['bare']:.3f} ms   p95 {p95['bare']:.3f} ms")
+    print(f"audited dispatch  median {med['audited']:.3f} ms   p95 {p95['audited']:.3f} ms")
+    print(f"ratio audited/bare (median): {med['audited'] / med['bare']:.2f}x")
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 500)

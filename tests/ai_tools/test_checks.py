@@ -1,0 +1,45 @@
+"""A write tool that could not be audited or undone refuses to start."""
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import SystemCheckError
+
+from ai_tools import registry
+from ai_tools.base import Tier, WriteTool
+from ai_tools.checks import check_write_tools
+
+
+class Incomplete(WriteTool):
+    name = "incomplete_tool"
+    description = "Declared without a tier, a valid schema or a revert."
+    schema = {"type": "no-such-type"}
+    revert = None
+
+    def apply(self, ctx, data):
+        return {}
+
+
+def test_registered_tools_pass_the_check():
+    assert check_write_tools() == []
+
+
+def test_tool_without_tier_schema_or_revert_fails_the_check(monkeypatch):
+    monkeypatch.setitem(registry._write_tools, Incomplete.name, Incomplete())
+    messages = sorted(error.msg for error in check_write_tools())
+    assert messages == [
+        "Write tool 'incomplete_tool' has an invalid input schema "
+        "('no-such-type' is not valid under any of the given schemas).",
+        "Write tool 'incomplete_tool' has no revert.",
+        "Write tool 'incomplete_tool' has no tier.",
+    ]
+    with pytest.raises(SystemCheckError):
+        call_command("check")
+
+
+def test_registering_a_second_tool_with_the_same_name_is_refused():
+    class Duplicate(WriteTool):
+        name = "move_token"
+        tier = Tier.LOW
+
+    with pytest.raises(ValueError, match="already registered"):
+        registry.register(Duplicate)

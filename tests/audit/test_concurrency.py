@@ -1,0 +1,101 @@
+"""Concurrency against PostgreSQL: the campaign lock and row locks make revert exactly-once and
+keep a revert racing a new tool call consistent."""
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.db import connection
+
+from audit.models import ToolInvocation
+from audit.services import invocation_dispatch, invocation_revert
+from campaigns.errors import Conflict
+from campaigns.models import Creature
+from tests.conftest import build_world, postgres_only
+
+pytestmark = [postgres_only, pytest.mark.django_db(transaction=True)]
+
+
+def run_together(*jobs: Callable[[], Any]) -> list[Any]:
+    """Start every job at the same instant, each on its own connection; results or exceptions."""
+    barrier = threading.Barrier(len(jobs))
+    results: list[Any] = [None] * len(jobs)
+
+    def worker(i: int, job: Callable[[], Any]) -> None:
+        try:
+            barrier.wait()
+            results[i] = job()
+        except Exception as exc:  # collected for the assertions
+            results[i] = exc
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=worker, args=(i, j)) for i, j in enumerate(jobs)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not any(thread.is_alive() for thread in threads)
+    return results
+
+
+def test_twenty_concurrent_reverts_of_one_row_revert_exactly_once():
+    world = build_world()
+    row = invocation_dispatch(
+        campaign=world.campaign,
+        actor=world.player,
+        tool_name="modify_creature",
+        input={"creature_id": world.goblin.pk, "hp_delta": -5},
+    )
+
+    def revert() -> Any:
+        return invocation_revert(
+            campaign_id=world.campaign.pk, invocation_id=row.pk, user=world.player
+        )
+
+    outcomes = run_together(*[revert] * 20)
+    assert not [o for o in outcomes if isinstance(o, Exception)], outcomes
+    assert sum(o.reverted for o in outcomes) == 1
+    assert sorted(o.skip_reason for o in outcomes if not o.reverted) == ["already_reverted"] * 19
+    assert Creature.objects.get(pk=world.goblin.pk).hp == 7
+    assert ToolInvocation.objects.get(pk=row.pk).status == "reverted"
+
+
+def test_revert_racing_a_new_call_on_the_same_creature_stays_consistent():
+    world = build_world()
+    for round_ in range(8):
+        Creature.objects.filter(pk=world.orc.pk).update(hp=15)
+        first = invocation_dispatch(
+            campaign=world.campaign,
+            actor=world.owner,
+            tool_name="modify_creature",
+            input={"creature_id": world.orc.pk, "hp_delta": -4},
+        )
+
+        def revert(first: ToolInvocation = first) -> Any:
+            return invocation_revert(
+                campaign_id=world.campaign.pk, invocation_id=first.pk, user=world.owner
+            )
+
+        def hit() -> Any:
+            return invocation_dispatch(
+                campaign=world.campaign,
+                actor=world.owner,
+                tool_name="modify_creature",
+                input={"creature_id": world.orc.pk, "hp_delta": -3},
+            )
+
+        reverted, second = run_together(revert, hit)
+        assert isinstance(second, ToolInvocation) and second.status == "committed", round_
+        hp = Creature.objects.get(pk=world.orc.pk).hp
+        first.refresh_from_db()
+        if isinstance(reverted, Conflict):
+            # The new hit committed first: the revert was refused and both hits stand.
+            assert reverted.conflicts == [str(second.pk)]
+            assert (first.status, hp) == ("committed", 15 - 4 - 3)
+        else:
+            # The revert committed first: the new hit landed on the restored creature.
+            assert reverted.reverted and first.status == "reverted"
+            assert hp == 15 - 3
+            assert second.revert_snapshot["entities"][f"creature:{world.orc.pk}/vitals"]["hp"] == 15

@@ -1,0 +1,110 @@
+"""Fault injection: fail-closed on the log, fail-open on the snapshot, atomic on tool errors."""
+
+import json
+
+import pytest
+from django.db import DatabaseError
+
+from ai_tools import registry
+from audit.models import ToolInvocation
+from audit.services import invocation_dispatch, invocation_revert
+from campaigns.errors import AuditLogFailure
+from campaigns.models import Creature, ResourceEvent
+from campaigns.selectors import campaign_state
+
+
+def dump(campaign):
+    return json.dumps(campaign_state(campaign), sort_keys=True)
+
+
+def test_log_insert_failure_refuses_to_run_the_tool(world, monkeypatch):
+    before = dump(world.campaign)
+
+    def broken_create(*args, **kwargs):
+        raise DatabaseError("disk full")
+
+    monkeypatch.setattr(ToolInvocation.objects, "create", broken_create)
+    with pytest.raises(AuditLogFailure) as caught:
+        invocation_dispatch(
+            campaign=world.campaign,
+            actor=world.owner,
+            tool_name="modify_creature",
+            input={"creature_id": world.goblin.pk, "hp_delta": -5},
+        )
+    assert caught.value.detail == "Internal audit-log failure. Please retry."
+    monkeypatch.undo()
+    assert dump(world.campaign) == before
+    assert not ToolInvocation.objects.exists()
+
+
+def test_snapshot_failure_still_runs_the_tool_but_it_cannot_be_reverted(world, monkeypatch):
+    tool = registry.write_tool("modify_creature")
+
+    def broken_snapshot(ctx, data, keys):
+        raise RuntimeError("snapshot store unavailable")
+
+    monkeypatch.setattr(tool, "snapshot", broken_snapshot)
+    row = invocation_dispatch(
+        campaign=world.campaign,
+        actor=world.owner,
+        tool_name="modify_creature",
+        input={"creature_id": world.goblin.pk, "hp_delta": -5},
+    )
+    monkeypatch.undo()
+    assert row.status == "committed" and row.revertible is False
+    assert row.revert_snapshot is None
+    assert "Snapshot capture failed" in row.error
+    assert Creature.objects.get(pk=world.goblin.pk).hp == 2
+    outcome = invocation_revert(
+        campaign_id=world.campaign.pk, invocation_id=row.pk, user=world.owner
+    )
+    assert (outcome.reverted, outcome.skip_reason) == (False, "not_revertible")
+    assert Creature.objects.get(pk=world.goblin.pk).hp == 2
+
+
+def test_snapshot_database_error_does_not_poison_the_transaction(world, monkeypatch):
+    tool = registry.write_tool("move_token")
+
+    def failing_query(ctx, data, keys):
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT * FROM no_such_table")
+        return {}
+
+    monkeypatch.setattr(tool, "snapshot", failing_query)
+    row = invocation_dispatch(
+        campaign=world.campaign,
+        actor=world.owner,
+        tool_name="move_token",
+        input={"creature_id": world.goblin.pk, "x": 9, "y": 9},
+    )
+    assert row.status == "committed" and not row.revertible
+    assert Creature.objects.get(pk=world.goblin.pk).x == 9
+
+
+def test_tool_raising_midway_leaves_nothing_of_its_mutation(world, monkeypatch):
+    tool = registry.write_tool("rest")
+    original = ResourceEvent.objects.create
+    calls = []
+
+    def crash_on_second_event(**kwargs):
+        calls.append(kwargs)
+        if len(calls) == 2:
+            raise RuntimeError("power cut")
+        return original(**kwargs)
+
+    world.hero.hp = 1
+    world.hero.save()
+    before = dump(world.campaign)
+    monkeypatch.setattr(ResourceEvent.objects, "create", crash_on_second_event)
+    row = invocation_dispatch(
+        campaign=world.campaign, actor=world.owner, tool_name="rest", input={"kind": "long"}
+    )
+    monkeypatch.undo()
+    assert len(calls) == 2, "the tool must have written before it crashed"
+    assert row.status == "failed"
+    assert row.error == "Internal error in tool rest (RuntimeError); nothing was changed."
+    assert dump(world.campaign) == before
+    assert ToolInvocation.objects.filter(status="committed").count() == 0
+    assert tool is registry.write_tool("rest")

@@ -1,0 +1,118 @@
+"""The audited dispatch: one row per call, written with the mutation, broadcast after commit."""
+
+from audit.models import ToolInvocation, WriteSetEntry
+from audit.services import invocation_dispatch
+from campaigns.models import Creature
+
+
+def damage(world, amount=3, actor=None, **extra):
+    return invocation_dispatch(
+        campaign=world.campaign,
+        actor=actor or world.owner,
+        tool_name="modify_creature",
+        input={"creature_id": world.goblin.pk, "hp_delta": -amount},
+        **extra,
+    )
+
+
+def test_committed_row_records_everything_needed_to_audit_and_undo(world):
+    turn = world.turn()
+    row = damage(world, turn=turn, model="claude-test-1", source="gm")
+    row.refresh_from_db()
+    key = f"creature:{world.goblin.pk}/vitals"
+    assert row.status == "committed"
+    assert (row.user, row.turn, row.tool_name, row.tool_tier) == (
+        world.owner,
+        turn,
+        "modify_creature",
+        "critical",
+    )
+    assert (row.model, row.source) == ("claude-test-1", "gm")
+    assert row.result["hp"] == 4 and row.result["hp_before"] == 7
+    assert row.revert_snapshot["entities"][key]["hp"] == 7
+    assert row.post_state[key]["hp"] == 4
+    assert row.write_set == [key]
+    assert row.committed_at is not None and row.revertible and row.error == ""
+    assert list(WriteSetEntry.objects.filter(invocation=row).values_list("key", "mode")) == [
+        (key, "w")
+    ]
+
+
+def test_sequence_numbers_rise_per_campaign_including_failed_rows(world):
+    first = damage(world)
+    failed = invocation_dispatch(
+        campaign=world.campaign, actor=world.owner, tool_name="move_token", input={}
+    )
+    third = damage(world)
+    assert [first.sequence, failed.sequence, third.sequence] == [1, 2, 3]
+    other = invocation_dispatch(
+        campaign=world.foreign.campaign,
+        actor=world.outsider,
+        tool_name="set_scene",
+        input={"description": "Elsewhere"},
+    )
+    assert other.sequence == 1
+
+
+def test_state_changes_are_broadcast_after_commit_with_ai_source(
+    world, events, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        row = damage(world)
+        assert events == []
+    for callback in callbacks:
+        callback()
+    assert [e["type"] for e in events] == ["state_changed"]
+    (sent,) = events
+    assert sent["source"] == "ai_tool_execution"
+    assert sent["invocation"] == str(row.pk)
+    assert sent["campaign"] == str(world.campaign.pk)
+    assert sent["data"]["entity"] == "creature" and sent["data"]["fields"]["hp"] == 4
+    assert row.broadcast_events == [sent]
+
+
+def test_event_seq_rises_by_one_per_event(world, events, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        damage(world)
+        invocation_dispatch(
+            campaign=world.campaign, actor=world.owner, tool_name="rest", input={"kind": "long"}
+        )
+    seqs = [e["seq"] for e in events]
+    assert seqs == list(range(1, len(events) + 1)) and len(seqs) > 2
+
+
+def test_failed_call_is_logged_and_broadcasts_nothing(
+    world, events, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        row = invocation_dispatch(
+            campaign=world.campaign, actor=world.owner, tool_name="advance_turn", input={}
+        )
+    assert row.status == "failed" and row.error == "There is no active combat."
+    assert row.committed_at is None and row.result is None
+    assert events == []
+    assert not WriteSetEntry.objects.exists()
+
+
+def test_failed_row_keeps_the_input_tier_and_actor(world):
+    row = invocation_dispatch(
+        campaign=world.campaign,
+        actor=world.player,
+        tool_name="give_item",
+        input={"creature_id": "x"},
+    )
+    row = ToolInvocation.objects.get(pk=row.pk)
+    assert (row.tool_tier, row.user, row.input) == ("medium", world.player, {"creature_id": "x"})
+    assert row.error.startswith("Invalid input: ")
+
+
+def test_spawned_creature_is_in_the_write_set(world):
+    row = invocation_dispatch(
+        campaign=world.campaign,
+        actor=world.owner,
+        tool_name="spawn_creature",
+        input={"name": "Rat", "kind": "monster", "hp": 2},
+    )
+    created = Creature.objects.get(name="Rat")
+    assert row.write_set == [f"creature:{created.pk}"]
+    assert row.revert_snapshot["entities"] == {f"creature:{created.pk}": None}

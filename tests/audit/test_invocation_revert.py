@@ -1,0 +1,231 @@
+"""Revert and undo: exact, idempotent, conflict-aware, and told to every client."""
+
+import json
+
+import pytest
+
+from audit.models import ToolInvocation
+from audit.services import invocation_dispatch, invocation_revert, revert_plan, turn_undo
+from campaigns.errors import Conflict
+from campaigns.models import ChatMessage, Creature
+from campaigns.selectors import campaign_state
+
+
+def dump(campaign):
+    return json.dumps(campaign_state(campaign), sort_keys=True)
+
+
+def call(world, tool_name, data, actor=None, turn=None):
+    row = invocation_dispatch(
+        campaign=world.campaign,
+        actor=actor or world.owner,
+        tool_name=tool_name,
+        input=data,
+        turn=turn,
+    )
+    assert row.status == "committed", row.error
+    return row
+
+
+def revert(world, row, user=None, **kwargs):
+    return invocation_revert(
+        campaign_id=world.campaign.pk, invocation_id=row.pk, user=user or world.owner, **kwargs
+    )
+
+
+def test_revert_records_who_when_and_why(world):
+    row = call(
+        world,
+        "modify_creature",
+        {"creature_id": world.hero.pk, "set_hp": 0, "add_conditions": ["dead"]},
+        actor=world.player,
+    )
+    outcome = revert(world, row, user=world.player, reason="wrong target")
+    row.refresh_from_db()
+    assert outcome.reverted and outcome.skip_reason is None
+    assert (row.status, row.reverted_by, row.revert_reason) == (
+        "reverted",
+        world.player,
+        "wrong target",
+    )
+    assert row.reverted_at is not None
+    hero = Creature.objects.get(pk=world.hero.pk)
+    assert (hero.hp, hero.conditions) == (20, [])
+
+
+def test_second_revert_reports_already_reverted(world):
+    row = call(world, "move_token", {"creature_id": world.hero.pk, "x": 7, "y": 7})
+    assert revert(world, row).reverted
+    again = revert(world, row)
+    assert (again.reverted, again.skip_reason) == (False, "already_reverted")
+
+
+def test_failed_row_reports_not_committed(world):
+    row = invocation_dispatch(
+        campaign=world.campaign, actor=world.owner, tool_name="end_combat", input={}
+    )
+    outcome = revert(world, row)
+    assert (outcome.reverted, outcome.skip_reason) == (False, "not_committed")
+
+
+def test_later_write_to_the_same_entity_is_a_conflict(world):
+    first = call(world, "modify_creature", {"creature_id": world.goblin.pk, "hp_delta": -2})
+    second = call(world, "modify_creature", {"creature_id": world.goblin.pk, "hp_delta": -3})
+    before = dump(world.campaign)
+    with pytest.raises(Conflict) as caught:
+        revert(world, first)
+    assert caught.value.conflicts == [str(second.pk)]
+    assert dump(world.campaign) == before
+    assert ToolInvocation.objects.get(pk=first.pk).status == "committed"
+
+
+def test_independent_facets_do_not_conflict(world):
+    damage = call(world, "modify_creature", {"creature_id": world.goblin.pk, "hp_delta": -2})
+    call(world, "move_token", {"creature_id": world.goblin.pk, "x": 0, "y": 0})
+    assert revert(world, damage).reverted
+    goblin = Creature.objects.get(pk=world.goblin.pk)
+    assert (goblin.hp, goblin.x) == (7, 0)
+
+
+def test_cascade_reverts_later_dependents_newest_first(world):
+    start = dump(world.campaign)
+    spawn = call(world, "spawn_creature", {"name": "Wolf", "kind": "monster", "hp": 9})
+    wolf = spawn.result["creature_id"]
+    hit = call(world, "modify_creature", {"creature_id": wolf, "hp_delta": -4})
+    fight = call(world, "start_combat", {"creature_ids": [wolf, world.hero.pk]})
+    with pytest.raises(Conflict) as caught:
+        revert(world, spawn)
+    assert set(caught.value.conflicts) == {str(hit.pk), str(fight.pk)}
+    outcome = revert(world, spawn, cascade=True)
+    assert outcome.reverted
+    assert set(outcome.details["cascaded"]) == {str(hit.pk), str(fight.pk)}
+    assert dump(world.campaign) == start
+    assert set(ToolInvocation.objects.values_list("status", flat=True)) == {"reverted"}
+
+
+def test_cascade_refuses_when_a_dependent_belongs_to_someone_the_user_may_not_revert(world):
+    mine = call(
+        world,
+        "modify_creature",
+        {"creature_id": world.goblin.pk, "hp_delta": -1},
+        actor=world.player,
+    )
+    call(
+        world,
+        "modify_creature",
+        {"creature_id": world.goblin.pk, "hp_delta": -1},
+        actor=world.other,
+    )
+    from campaigns.errors import Forbidden
+
+    with pytest.raises(Forbidden):
+        revert(world, mine, user=world.player, cascade=True)
+    assert ToolInvocation.objects.filter(status="reverted").count() == 0
+
+
+def test_undo_turn_reverts_all_its_calls_atomically_and_hides_its_messages(
+    world, events, django_capture_on_commit_callbacks
+):
+    before = dump(world.campaign)
+    turn = world.turn(message="I attack the goblin")
+    rows = [
+        call(world, "modify_creature", {"creature_id": world.goblin.pk, "hp_delta": -3}, turn=turn),
+        call(world, "set_scene", {"description": "Blood on the stones"}, turn=turn),
+        call(world, "reveal_fog", {"cells": [[4, 4]]}, turn=turn),
+    ]
+    with django_capture_on_commit_callbacks(execute=True):
+        outcome = turn_undo(
+            campaign_id=world.campaign.pk, turn_id=turn.pk, user=world.player, reason="misread"
+        )
+    assert outcome.reverted == [str(r.pk) for r in reversed(rows)]
+    assert outcome.skipped == []
+    assert dump(world.campaign) == before
+    turn.refresh_from_db()
+    assert turn.reverted_by == world.player and turn.revert_reason == "misread"
+    assert set(ChatMessage.objects.filter(turn=turn).values_list("reverted", flat=True)) == {True}
+    (sent,) = [e for e in events if e["type"] == "interaction_reverted"]
+    assert sent["source"] == "system" and sent["turn"] == turn.pk
+    assert sent["data"]["tool_names"] == ["reveal_fog", "set_scene", "modify_creature"]
+    goblin_state = [s for s in sent["data"]["state"] if s["entity"] == "creature"]
+    assert goblin_state[0]["fields"]["hp"] == 7
+
+
+def test_undoing_a_turn_twice_reports_each_call_already_reverted(world):
+    turn = world.turn()
+    rows = [
+        call(world, "move_token", {"creature_id": world.hero.pk, "x": i, "y": i}, turn=turn)
+        for i in (2, 3)
+    ]
+    turn_undo(campaign_id=world.campaign.pk, turn_id=turn.pk, user=world.player)
+    again = turn_undo(campaign_id=world.campaign.pk, turn_id=turn.pk, user=world.player)
+    assert again.reverted == []
+    assert again.skipped == [
+        {"id": str(r.pk), "skip_reason": "already_reverted"} for r in reversed(rows)
+    ]
+
+
+def test_undo_turn_conflicting_with_a_later_turn_changes_nothing(world):
+    turn = world.turn()
+    call(world, "modify_creature", {"creature_id": world.goblin.pk, "hp_delta": -1}, turn=turn)
+    later_turn = world.turn(actor=world.other)
+    later = call(
+        world,
+        "modify_creature",
+        {"creature_id": world.goblin.pk, "hp_delta": -1},
+        actor=world.other,
+        turn=later_turn,
+    )
+    before = dump(world.campaign)
+    with pytest.raises(Conflict) as caught:
+        turn_undo(campaign_id=world.campaign.pk, turn_id=turn.pk, user=world.owner)
+    assert caught.value.conflicts == [str(later.pk)]
+    assert dump(world.campaign) == before
+    turn.refresh_from_db()
+    assert turn.reverted_at is None
+
+
+def test_revert_events_carry_the_restored_state(world, events, django_capture_on_commit_callbacks):
+    row = call(world, "set_scene", {"description": "Fog", "location": "Moor"})
+    with django_capture_on_commit_callbacks(execute=True):
+        revert(world, row, reason="typo")
+    (sent,) = [e for e in events if e["type"] == "invocation_reverted"]
+    assert sent["source"] == "system" and sent["invocation"] == str(row.pk)
+    assert sent["data"]["state"] == [
+        {
+            "entity": "campaign",
+            "id": str(world.campaign.pk),
+            "facet": "scene",
+            "fields": {"scene": "", "location": ""},
+            "deleted": False,
+        }
+    ]
+
+
+def test_plan_shows_before_after_now_and_changes_nothing(world):
+    turn = world.turn()
+    call(
+        world,
+        "modify_creature",
+        {"creature_id": world.hero.pk, "set_hp": 0, "add_conditions": ["dead"]},
+        turn=turn,
+    )
+    before, log_before = dump(world.campaign), list(ToolInvocation.objects.values())
+    plan = revert_plan(campaign_id=world.campaign.pk, turn_id=turn.pk, user=world.player)
+    assert dump(world.campaign) == before and list(ToolInvocation.objects.values()) == log_before
+    assert [i["tool_name"] for i in plan["invocations"]] == ["modify_creature"]
+    assert plan["conflicts"] == []
+    diff = {d["field"]: d for d in plan["diff"]}
+    assert (diff["hp"]["before"], diff["hp"]["after"], diff["hp"]["now"]) == (20, 0, 0)
+    assert diff["conditions"]["before"] == [] and diff["conditions"]["now"] == ["dead"]
+
+
+def test_plan_lists_conflicts_and_with_cascade_includes_them(world):
+    first = call(world, "give_item", {"creature_id": world.hero.pk, "item": "gem", "quantity": 1})
+    second = call(world, "give_item", {"creature_id": world.hero.pk, "item": "gem", "quantity": 2})
+    plan = revert_plan(campaign_id=world.campaign.pk, invocation_id=first.pk, user=world.owner)
+    assert plan["conflicts"] == [str(second.pk)]
+    cascade = revert_plan(
+        campaign_id=world.campaign.pk, invocation_id=first.pk, user=world.owner, cascade=True
+    )
+    assert [i["id"] for i in cascade["invocations"]] == [str(second.pk), str(first.pk)]
+    assert cascade["conflicts"] == []
