@@ -106,16 +106,13 @@ class AdvanceChapter(WriteTool):
             if target is None:
                 raise ToolError(f"No chapter with id {data['to_chapter']} in this campaign.")
             return target
-        current = ctx.campaign.current_chapter
-        later = chapters.order_by("position", "pk")
-        if current is not None:
-            later = later.filter(position__gt=current.position) | chapters.filter(
-                position=current.position, pk__gt=current.pk
-            )
-        target = later.order_by("position", "pk").first()
-        if target is None:
+        ordered = list(chapters.order_by("position", "pk"))
+        current = ctx.campaign.current_chapter_id
+        ids = [c.pk for c in ordered]
+        following = ordered[ids.index(current) + 1 :] if current in ids else ordered
+        if not following:
             raise ToolError("There is no next chapter.")
-        return target
+        return following[0]
 
     def apply(self, ctx: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
         target = self._target(ctx, data)

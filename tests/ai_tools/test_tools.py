@@ -253,3 +253,13 @@ def test_unknown_tool_is_refused_without_a_row(world):
             campaign=world.campaign, actor=world.owner, tool_name="delete_world", input={}
         )
     assert not ToolInvocation.objects.exists()
+
+
+def test_advance_chapter_walks_the_chapters_in_order_and_stops_at_the_last(world):
+    titles = []
+    for _ in range(3):
+        row = invocation_dispatch(
+            campaign=world.campaign, actor=world.owner, tool_name="advance_chapter", input={}
+        )
+        titles.append(row.result.get("title") if row.status == "committed" else row.error)
+    assert titles == ["Depths", "End", "There is no next chapter."]
