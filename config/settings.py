@@ -148,6 +148,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+    "EXCEPTION_HANDLER": "campaigns.api.errors.exception_handler",
 }
 
 SPECTACULAR_SETTINGS = {
@@ -157,6 +158,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {
+        "CampaignStatusEnum": "campaigns.models.Campaign.Status",
+        "TurnStatusEnum": "campaigns.models.Turn.Status",
+        "InvocationStatusEnum": "audit.models.ToolInvocation.Status",
+    },
 }
 
 # Which GM provider runs a turn: "scripted" (offline, deterministic) or "anthropic".

@@ -1,0 +1,91 @@
+"""What every API view and input serializer shares."""
+
+import ipaddress
+from collections.abc import Mapping
+from typing import Any
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from rest_framework import generics, serializers
+from rest_framework.exceptions import NotFound
+from rest_framework.pagination import CursorPagination
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from campaigns.api.parsers import StrictJSONParser
+
+
+class JsonOnly:
+    """JSON in, JSON out, through the one parser that refuses what the database cannot store."""
+
+    parser_classes = [StrictJSONParser]
+    renderer_classes = [JSONRenderer]
+
+
+class ApiView(JsonOnly, APIView):
+    pass
+
+
+class ApiListView(JsonOnly, generics.ListAPIView):
+    """A cursor-paginated list; subclasses name the ordering in their pagination class."""
+
+
+class StrictSerializer(serializers.Serializer):
+    """Unknown fields are refused, not silently dropped: a misspelt `cascade` must not look
+    like a request that succeeded without it."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            unknown = sorted(str(key) for key in data if key not in self.fields)
+            if unknown:
+                raise serializers.ValidationError({key: ["Unknown field."] for key in unknown})
+        return super().to_internal_value(data)
+
+
+def client_ip(request: Request) -> str | None:
+    """The peer address for the security log; None when it is not an IP (unix sockets)."""
+    raw = request.META.get("REMOTE_ADDR") or ""
+    try:
+        return str(ipaddress.ip_address(raw))
+    except ValueError:
+        return None
+
+
+class ResultsPagination(CursorPagination):
+    """`{"results": [...], "next": url|null}`, ordered by an indexed column, so a page far down
+    the log costs one index range scan like the first page does."""
+
+    page_size = 50
+    max_page_size = 200
+    page_size_query_param = "page_size"
+
+    def decode_cursor(self, request: Request) -> Any:
+        """A forged cursor whose position does not fit the ordering column is an invalid cursor,
+        not a database error."""
+        cursor = super().decode_cursor(request)
+        if cursor is not None and cursor.position is not None:
+            ordering = self.ordering if isinstance(self.ordering, str) else self.ordering[0]
+            field = self._model._meta.get_field(ordering.lstrip("-"))
+            try:
+                field.to_python(cursor.position)
+            except (DjangoValidationError, ValueError, TypeError, OverflowError) as exc:
+                raise NotFound(self.invalid_cursor_message) from exc
+        return cursor
+
+    def paginate_queryset(self, queryset: Any, request: Request, view: Any = None) -> Any:
+        self._model = queryset.model
+        return super().paginate_queryset(queryset, request, view)
+
+    def get_paginated_response(self, data: list[Any]) -> Response:
+        return Response({"results": data, "next": self.get_next_link()})
+
+    def get_paginated_response_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "required": ["results", "next"],
+            "properties": {
+                "results": schema,
+                "next": {"type": "string", "format": "uri", "nullable": True},
+            },
+        }

@@ -1,0 +1,88 @@
+"""The one place where errors become HTTP: every error body is JSON with a `detail`.
+
+Services raise `campaigns.errors` types; DRF raises its own for authentication, parsing and
+validation. Both end here, so API clients see one error shape whatever went wrong.
+"""
+
+from typing import Any
+
+from django.core.exceptions import RequestDataTooBig
+from rest_framework import exceptions, serializers, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from campaigns.errors import AppError, Conflict
+
+
+class PayloadTooLarge(exceptions.APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_detail = "The request body is too large."
+    default_code = "payload_too_large"
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, AppError):
+        return Response(_app_error_body(exc), status=exc.status_code)
+    if isinstance(exc, RequestDataTooBig):
+        exc = PayloadTooLarge()
+    if isinstance(exc, exceptions.ValidationError):
+        body = {"detail": _first_message(exc.detail), "errors": exc.detail}
+        return Response(body, status=exc.status_code)
+    return drf_exception_handler(exc, context)
+
+
+def _app_error_body(exc: AppError) -> dict[str, Any]:
+    """Only public extras leave the server: a Forbidden carries the campaign for the security
+    log, which is not the client's business."""
+    body: dict[str, Any] = {"detail": exc.detail}
+    if isinstance(exc, Conflict):
+        body["conflicts"] = [str(c) for c in exc.conflicts]
+    return body
+
+
+def _first_message(detail: Any, path: str = "") -> str:
+    """One readable sentence for `detail`, naming the field: `name: This field is required.`"""
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            prefix = path if key == "non_field_errors" else f"{path}.{key}".lstrip(".")
+            return _first_message(value, prefix)
+    if isinstance(detail, list):
+        for value in detail:
+            message = _first_message(value, path)
+            if message:
+                return message
+        return "Invalid input."
+    return f"{path}: {detail}" if path else str(detail)
+
+
+class ErrorSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+
+
+class ValidationErrorSerializer(ErrorSerializer):
+    errors = serializers.JSONField(help_text="The refused fields, each with its messages.")
+
+
+class ConflictSerializer(ErrorSerializer):
+    conflicts = serializers.ListField(
+        child=serializers.UUIDField(), help_text="The later invocations in the way."
+    )
+
+
+_ERRORS = {
+    400: ValidationErrorSerializer,
+    401: ErrorSerializer,
+    403: ErrorSerializer,
+    404: ErrorSerializer,
+    409: ConflictSerializer,
+    413: ErrorSerializer,
+    422: ErrorSerializer,
+    503: ErrorSerializer,
+}
+
+
+def error_responses(*codes: int, public: bool = False) -> dict[int, type[serializers.Serializer]]:
+    """The documented error bodies of an endpoint, for `extend_schema(responses=...)`. Every
+    endpoint can answer 400 (bad request) and 413; those behind sign-in also 401 and 404."""
+    always = {400, 413} if public else {400, 401, 404, 413}
+    return {code: _ERRORS[code] for code in sorted(always | set(codes))}

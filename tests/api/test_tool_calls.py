@@ -1,0 +1,151 @@
+"""`POST …/turns/{tid}/tool-calls/`: an external agent's tool call through the audited dispatch."""
+
+import pytest
+
+from audit.models import SecurityEvent, ToolInvocation
+from campaigns.models import Creature
+from campaigns.services import turn_create
+from tests.api.conftest import campaign_url, client_for, dump, play_turn
+
+pytestmark = pytest.mark.django_db
+
+
+def tool_call_url(world, turn) -> str:
+    return campaign_url(world, f"turns/{turn.pk}/tool-calls/")
+
+
+def test_a_committed_call_is_201_with_its_result_and_logged_as_the_turns_actor(world, as_owner):
+    turn = world.turn(world.player)
+    response = as_owner.post(
+        tool_call_url(world, turn),
+        {
+            "tool": "modify_creature",
+            "input": {"creature_id": world.goblin.pk, "hp_delta": -4},
+            "model": "agent/v2",
+        },
+        format="json",
+    )
+    assert response.status_code == 201
+    body = response.json()
+    assert set(body) == {"invocation", "status", "result"}
+    assert body["status"] == "committed"
+    row = ToolInvocation.objects.get(pk=body["invocation"])
+    assert (row.user, row.turn, row.model, row.source) == (world.player, turn, "agent/v2", "api")
+    assert body["result"] == row.result
+    assert Creature.objects.get(pk=world.goblin.pk).hp == 3
+
+
+@pytest.mark.parametrize(
+    "tool_input,error",
+    [
+        ({"creature_id": 1, "x": "far", "y": 1}, "Invalid input: input['x']"),
+        ({"creature_id": 1, "x": 1}, "Invalid input: input: 'y' is a required property"),
+        ("not an object", "Invalid input: input: 'not an object' is not of type 'object'"),
+        ({"creature_id": 999_999, "x": 1, "y": 1}, "No creature with id 999999"),
+    ],
+)
+def test_invalid_input_or_a_tool_error_is_422_with_the_failed_rows_id(
+    world, as_player, tool_input, error
+):
+    turn = world.turn(world.player)
+    before = dump(world.campaign)
+    response = as_player.post(
+        tool_call_url(world, turn), {"tool": "move_token", "input": tool_input}, format="json"
+    )
+    assert response.status_code == 422
+    body = response.json()
+    assert body["detail"].startswith(error)
+    assert body["status"] == "failed" and body["result"] is None
+    row = ToolInvocation.objects.get(pk=body["invocation"])
+    assert (row.status, row.error) == (ToolInvocation.Status.FAILED, body["detail"])
+    assert dump(world.campaign) == before
+
+
+def test_a_foreign_creature_is_a_tool_error_and_nothing_is_written_elsewhere(world, as_owner):
+    turn = world.turn(world.owner)
+    foreign_before = dump(world.foreign.campaign)
+    response = as_owner.post(
+        tool_call_url(world, turn),
+        {"tool": "modify_creature", "input": {"creature_id": world.foreign.pk, "hp_delta": -5}},
+        format="json",
+    )
+    assert response.status_code == 422
+    assert dump(world.foreign.campaign) == foreign_before
+
+
+def test_an_unknown_tool_is_422_without_a_row(world, as_owner):
+    turn = world.turn(world.owner)
+    response = as_owner.post(
+        tool_call_url(world, turn), {"tool": "delete_world", "input": {}}, format="json"
+    )
+    assert response.status_code == 422
+    assert response.json() == {"detail": "Unknown tool 'delete_world'."}
+    assert not ToolInvocation.objects.exists()
+
+
+def test_an_audit_log_failure_is_503_and_the_tool_does_not_run(world, as_owner, monkeypatch):
+    turn = world.turn(world.owner)
+    before = dump(world.campaign)
+
+    def broken_create(**fields):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(ToolInvocation.objects, "create", broken_create)
+    response = as_owner.post(
+        tool_call_url(world, turn),
+        {"tool": "move_token", "input": {"creature_id": world.goblin.pk, "x": 9, "y": 9}},
+        format="json",
+    )
+    assert response.status_code == 503
+    assert response.json() == {"detail": "Internal audit-log failure. Please retry."}
+    assert dump(world.campaign) == before
+    assert not ToolInvocation.objects.exists()
+
+
+def test_least_privilege_follows_the_turns_actor_even_when_the_owner_posts(world, as_owner):
+    turn = world.turn(world.player)
+    response = as_owner.post(
+        tool_call_url(world, turn),
+        {
+            "tool": "give_item",
+            "input": {"creature_id": world.ally.pk, "item": "gem", "quantity": 1},
+        },
+        format="json",
+    )
+    assert response.status_code == 422
+    assert "another player's character" in response.json()["detail"]
+
+
+def test_a_turn_of_another_campaign_is_404(world):
+    foreign_turn = turn_create(campaign=world.foreign.campaign, actor=world.outsider, message="hi")
+    response = client_for(world.owner).post(
+        tool_call_url(world, foreign_turn), {"tool": "advance_chapter", "input": {}}, format="json"
+    )
+    assert response.status_code == 404
+    assert not ToolInvocation.objects.exists()
+
+
+def test_a_member_who_is_neither_actor_nor_owner_gets_403_and_a_security_event(world):
+    turn = world.turn(world.player)
+    response = client_for(world.other).post(
+        tool_call_url(world, turn), {"tool": "advance_chapter", "input": {}}, format="json"
+    )
+    assert response.status_code == 403
+    event = SecurityEvent.objects.get()
+    assert (event.kind, event.user, event.target, event.ip) == (
+        SecurityEvent.Kind.TOOL_CALL_DENIED,
+        world.other,
+        f"turn:{turn.pk}",
+        "127.0.0.1",
+    )
+    assert not ToolInvocation.objects.exists()
+
+
+def test_an_undone_turn_takes_no_more_tool_calls(world, as_player):
+    played = play_turn(world)
+    as_player.post(campaign_url(world, f"turns/{played.turn.pk}/undo/"), {}, format="json")
+    response = as_player.post(
+        tool_call_url(world, played.turn), {"tool": "advance_chapter", "input": {}}, format="json"
+    )
+    assert response.status_code == 409
+    assert ToolInvocation.objects.count() == 1
