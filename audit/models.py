@@ -78,6 +78,13 @@ class ToolInvocation(models.Model):
                 fields=["campaign", "tool_tier", "-sequence"], name="inv_campaign_tier_idx"
             ),
             models.Index(fields=["-created_at"], name="inv_created_idx"),
+            # The admin lists the whole log newest first; one index behind each of its filters.
+            models.Index(fields=["campaign", "-created_at"], name="inv_campaign_created_idx"),
+            models.Index(fields=["status", "-created_at"], name="inv_status_created_idx"),
+            models.Index(fields=["tool_tier", "-created_at"], name="inv_tier_created_idx"),
+            models.Index(fields=["tool_name", "-created_at"], name="inv_tool_created_idx"),
+            models.Index(fields=["model", "-created_at"], name="inv_model_created_idx"),
+            models.Index(fields=["source", "-created_at"], name="inv_source_created_idx"),
         ]
 
     def __str__(self) -> str:
@@ -139,6 +146,8 @@ class SecurityEvent(models.Model):
         indexes = [
             models.Index(fields=["campaign", "-created_at"], name="secevent_campaign_idx"),
             models.Index(fields=["kind", "-created_at"], name="secevent_kind_idx"),
+            models.Index(fields=["user", "-created_at"], name="secevent_user_idx"),
+            models.Index(fields=["-created_at"], name="secevent_created_idx"),
         ]
 
     def __str__(self) -> str:
