@@ -31,15 +31,39 @@ class ApiListView(JsonOnly, generics.ListAPIView):
     """A cursor-paginated list; subclasses name the ordering in their pagination class."""
 
 
+# JSON types each field accepts. DRF would coerce "5" to 5 and 5 to "5"; a JSON API that
+# guesses hides client bugs, so a value of the wrong JSON type is refused.
+_JSON_TYPES: list[tuple[type[serializers.Field], type, str]] = [
+    (serializers.BooleanField, bool, "a boolean"),
+    (serializers.IntegerField, int, "an integer"),
+    (serializers.ChoiceField, str, "a string"),
+    (serializers.CharField, str, "a string"),
+]
+
+
+def _json_type_error(field: serializers.Field, value: Any) -> str | None:
+    if value is None:
+        return None  # null is the field's own business (allow_null)
+    for field_class, json_type, name in _JSON_TYPES:
+        if isinstance(field, field_class):
+            # `type(...) is`, not isinstance: true is not the integer 1 here.
+            return None if type(value) is json_type else f"Must be {name}."
+    return None
+
+
 class StrictSerializer(serializers.Serializer):
-    """Unknown fields are refused, not silently dropped: a misspelt `cascade` must not look
-    like a request that succeeded without it."""
+    """Unknown fields and values of the wrong JSON type are refused, not silently dropped or
+    coerced: a misspelt `cascade` must not look like a request that succeeded without it."""
 
     def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, Mapping):
-            unknown = sorted(str(key) for key in data if key not in self.fields)
-            if unknown:
-                raise serializers.ValidationError({key: ["Unknown field."] for key in unknown})
+            errors = {str(key): ["Unknown field."] for key in data if key not in self.fields}
+            for name, field in self.fields.items():
+                problem = name in data and _json_type_error(field, data[name])
+                if problem:
+                    errors[name] = [problem]
+            if errors:
+                raise serializers.ValidationError(errors)
         return super().to_internal_value(data)
 
 

@@ -1,0 +1,44 @@
+"""The SQL cost of the hot paths is fixed: listing the log and reverting do not grow with N."""
+
+import pytest
+
+from audit.services import invocation_dispatch
+from tests.api.conftest import campaign_url, play_turn
+
+pytestmark = pytest.mark.django_db
+
+# The campaign (visibility), then one page of rows with actor and reverter joined.
+LIST_QUERIES = 2
+# The campaign (visibility, in the view), then in the service's transaction: savepoint, the
+# campaign again (visibility), the campaign row lock, the invocation row lock, the later writers
+# of its write set (conflicts), the turn for the tool context, the restore, the row's status,
+# the restored state, the event sequence, release.
+REVERT_QUERIES = 12
+
+
+@pytest.mark.parametrize("rows", [5, 50])
+def test_listing_the_log_costs_the_same_for_5_or_50_rows(
+    world, as_player, django_assert_num_queries, rows
+):
+    play_turn(world, moves=rows)
+    url = campaign_url(world, "invocations/?page_size=50")
+    with django_assert_num_queries(LIST_QUERIES):
+        response = as_player.get(url)
+    assert len(response.json()["results"]) == rows
+
+
+@pytest.mark.parametrize("later_rows", [0, 30])
+def test_a_revert_costs_a_fixed_number_of_queries_however_long_the_log(
+    world, as_player, played, django_assert_num_queries, later_rows
+):
+    for i in range(later_rows):
+        invocation_dispatch(
+            campaign=world.campaign,
+            actor=world.owner,
+            tool_name="set_scene",
+            input={"description": f"Scene {i}"},
+        )
+    url = campaign_url(world, f"invocations/{played.rows[0].pk}/revert/")
+    with django_assert_num_queries(REVERT_QUERIES):
+        response = as_player.post(url, {"reason": "typo"}, format="json")
+    assert response.json()["reverted"] is True
