@@ -1,0 +1,779 @@
+// The live campaign table (SPEC §7, §8). One ES module, served as is: no build step.
+//
+// The board is drawn from a copy of the campaign's canonical state dump; websocket events are
+// applied to that copy and the board is redrawn from it. Events are numbered per campaign: a
+// gap means one was lost, so the page refetches `/state/` and the feed instead of drifting.
+// The feed comes from the server as HTML, whole or one turn at a time, so it reads the same
+// live and after a reload. Everything that changes the game goes through the REST API.
+
+const boot = JSON.parse(document.getElementById("table-data").textContent);
+const API = `/api/campaigns/${boot.campaign}`;
+const PAGE = `/campaigns/${boot.campaign}`;
+const csrfToken = document.querySelector("#say [name=csrfmiddlewaretoken]").value;
+const people = boot.people;
+
+let state = boot.state;
+let lastSeq = boot.seq;
+let socket = null;
+
+const $ = (selector, root = document) => root.querySelector(selector);
+const $$ = (selector, root = document) => [...root.querySelectorAll(selector)];
+const feed = () => $("#feed");
+
+function h(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (key === "class") node.className = value;
+    else if (key === "dataset") Object.assign(node.dataset, value);
+    else node.setAttribute(key, value);
+  }
+  node.append(...children.filter((child) => child !== null && child !== undefined));
+  return node;
+}
+
+function fragment(html) {
+  const template = document.createElement("template");
+  template.innerHTML = html.trim();
+  return template.content;
+}
+
+// ---- talking to the server ---------------------------------------------------------------
+
+function request(method, url, body) {
+  const headers = { Accept: "application/json" };
+  if (body !== undefined) {
+    headers["Content-Type"] = "application/json";
+    headers["X-CSRFToken"] = csrfToken;
+  }
+  return fetch(url, {
+    method,
+    headers,
+    credentials: "same-origin",
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+}
+
+async function fetchHTML(url) {
+  const response = await fetch(url, { credentials: "same-origin", headers: { Accept: "text/html" } });
+  if (!response.ok) throw new Error(`${url} answered ${response.status}`);
+  return fragment(await response.text()).firstElementChild;
+}
+
+async function problem(response) {
+  try {
+    const body = await response.json();
+    if (typeof body.detail === "string") return body.detail;
+    return Object.entries(body)
+      .map(([field, errors]) => `${field}: ${[].concat(errors).join(" ")}`)
+      .join("; ");
+  } catch {
+    return `The server answered ${response.status}. Please try again.`;
+  }
+}
+
+const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// ---- the board: a copy of the state dump, redrawn from it ----------------------------------
+
+const COLLECTIONS = {
+  creature: "creatures",
+  resource: "resources",
+  item: "items",
+  encounter: "encounters",
+};
+const CAMPAIGN_KEYS = {
+  current_chapter_id: "current_chapter",
+  active_dungeon_id: "active_dungeon",
+  active_encounter_id: "active_encounter",
+};
+
+// Apply one `state_changed` payload. False when it cannot be applied faithfully.
+function applyChange({ entity, id, fields, deleted }) {
+  if (entity === "campaign") {
+    for (const [key, value] of Object.entries(fields ?? {})) {
+      state.campaign[CAMPAIGN_KEYS[key] ?? key] = value;
+    }
+    return true;
+  }
+  const rows = state[COLLECTIONS[entity]];
+  if (!rows) return true; // not drawn on this page
+  const index = rows.findIndex((row) => String(row.id) === String(id));
+  if (deleted) {
+    if (index >= 0) rows.splice(index, 1);
+    return true;
+  }
+  if (index >= 0) {
+    Object.assign(rows[index], fields);
+    return true;
+  }
+  if (!("id" in fields)) return false; // a part of something this page never saw
+  rows.push({ ...fields });
+  rows.sort((a, b) => a.id - b.id);
+  return true;
+}
+
+function applyChanges(changes) {
+  const faithful = changes.map(applyChange).every(Boolean);
+  renderBoard();
+  if (!faithful) resync();
+}
+
+const hpPercent = (c) => (c.max_hp > 0 ? Math.round((100 * c.hp) / c.max_hp) : 0);
+
+function hpBand(c) {
+  if (c.hp <= 0) return "down";
+  const percent = hpPercent(c);
+  return percent > 50 ? "ok" : percent > 25 ? "hurt" : "critical";
+}
+
+const resourcesOf = (c) => state.resources.filter((r) => r.creature_id === c.id);
+const itemsOf = (c) => state.items.filter((i) => i.creature_id === c.id);
+
+function show(node, visible, text) {
+  node.hidden = !visible;
+  if (visible) node.textContent = text;
+}
+
+function fillList(list, rows, render) {
+  list.replaceChildren(...rows.map(render));
+  list.hidden = rows.length === 0;
+}
+
+function creatureCard(c) {
+  const card = $("#creature-template").content.firstElementChild.cloneNode(true);
+  card.className = `creature kind-${c.kind} band-${hpBand(c)}`;
+  card.dataset.creature = c.id;
+  $(".token", card).textContent = c.name.slice(0, 1).toUpperCase();
+  $(".name", card).textContent = c.name;
+  const player = people[c.controlled_by_id];
+  $(".player", card).textContent = player ? `played by ${player}` : "";
+  $(".pos", card).textContent = `◎ ${c.x},${c.y}`;
+  $(".hp", card).setAttribute("aria-valuemax", c.max_hp);
+  $(".hp", card).setAttribute("aria-valuenow", c.hp);
+  $(".hp-fill", card).style.width = `${hpPercent(c)}%`;
+  $(".hp-text", card).textContent = `${c.hp} / ${c.max_hp}`;
+  show($(".temp", card), c.temp_hp > 0, `+${c.temp_hp} temp`);
+  const saves = c.death_save_successes || c.death_save_failures;
+  show(
+    $(".saves", card),
+    c.kind === "pc" && (c.hp === 0 || saves),
+    `✓ ${c.death_save_successes} ✗ ${c.death_save_failures}`,
+  );
+  fillList($(".conditions", card), c.conditions, (condition) => h("li", {}, condition));
+  fillList($(".resources", card), resourcesOf(c), (r) =>
+    h(
+      "li",
+      {},
+      h("span", { class: "res-name" }, r.name.replaceAll("_", " ")),
+      " ",
+      h("span", { class: "res-value" }, `${r.current}/${r.maximum}`),
+    ),
+  );
+  fillList($(".items", card), itemsOf(c), (item) => h("li", {}, `${item.name} ×${item.quantity}`));
+  return card;
+}
+
+const ROSTERS = [
+  ["party", "pc"],
+  ["foes", "monster"],
+  ["others", "npc"],
+];
+
+function renderRosters() {
+  for (const [key, kind] of ROSTERS) {
+    const section = $(`#roster-${key}`);
+    const list = $(".cards", section);
+    const cards = state.creatures
+      .filter((c) => c.kind === kind)
+      .map((c) => {
+        const sig = JSON.stringify([c, resourcesOf(c), itemsOf(c), people[c.controlled_by_id]]);
+        const old = $(`:scope > [data-creature="${c.id}"]`, list);
+        if (old?.dataset.sig === sig) return old;
+        const card = creatureCard(c);
+        card.dataset.sig = sig;
+        if (old?.dataset.sig) card.classList.add("changed");
+        return card;
+      });
+    list.replaceChildren(...cards);
+    if (key === "others") section.hidden = cards.length === 0;
+  }
+}
+
+function renderCombat() {
+  const body = $("#combat .combat-body");
+  const encounter = state.encounters.find((e) => e.id === state.campaign.active_encounter);
+  if (!encounter) {
+    body.replaceChildren(h("p", { class: "quiet" }, "No fight right now. The dice rest."));
+    return;
+  }
+  const names = new Map(state.creatures.map((c) => [c.id, c.name]));
+  const order = encounter.order.map((slot, index) => {
+    const current = index === encounter.turn_index;
+    return h(
+      "li",
+      current ? { class: "current", "aria-current": "true" } : {},
+      h("span", { class: "init" }, String(slot.initiative ?? "–")),
+      h("span", { class: "combatant" }, names.get(slot.creature_id) ?? "(gone)"),
+    );
+  });
+  body.replaceChildren(
+    h("p", { class: "round" }, "Round ", h("strong", {}, String(encounter.round))),
+    h("ol", { class: "initiative" }, ...order),
+  );
+}
+
+function renderScene() {
+  const { campaign } = state;
+  const chapter = state.chapters.find((c) => c.id === campaign.current_chapter);
+  const dungeon = state.dungeons.find((d) => d.id === campaign.active_dungeon);
+  $("#scene .chapter").textContent = chapter ? `Chapter ${chapter.position} · ${chapter.title}` : "";
+  $("#scene .location").textContent = campaign.location;
+  $("#scene .scene-text").textContent = campaign.scene;
+  $("#scene .dungeon-name").textContent = dungeon?.name ?? "";
+  $("#scene .dungeon").hidden = !dungeon;
+  $("#scene .banner-complete").hidden = campaign.status !== "completed";
+}
+
+function renderBoard() {
+  renderScene();
+  renderCombat();
+  renderRosters();
+}
+
+// ---- the feed ------------------------------------------------------------------------------
+
+function keepingScroll(change) {
+  const list = feed();
+  const atBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 80;
+  change();
+  if (atBottom) feed().scrollTop = feed().scrollHeight;
+}
+
+const turnNode = (turnId) => $(`:scope > [data-turn="${turnId}"]`, feed());
+
+function turnBlock(turnId) {
+  let block = turnNode(turnId);
+  if (!block) {
+    block = h("li", { class: "turn", dataset: { turn: turnId, gm: "0", undoable: "0" } });
+    feed().append(block);
+  }
+  return block;
+}
+
+function addToTurn(block, node) {
+  block.insertBefore(node, $(":scope > .calls, :scope > .undo", block));
+}
+
+function messageNode({ id, role, content, author }, source) {
+  const ai = role === "gm" || source === "ai_tool_execution";
+  const label =
+    role === "gm"
+      ? ["Game Master ", h("span", { class: "ai-badge" }, "AI")]
+      : [role === "system" ? "Table" : (author ?? "someone")];
+  return h(
+    "div",
+    { class: `msg role-${role} source-${source}${ai ? " ai" : ""}`, dataset: id ? { message: id } : {} },
+    h("span", { class: "author" }, ...label),
+    h("p", { class: "text" }, content),
+  );
+}
+
+function streamingNode(block) {
+  let node = $(":scope > .msg.streaming", block);
+  if (!node) {
+    node = messageNode({ role: "gm", content: "" }, "ai_tool_execution");
+    node.classList.add("streaming");
+    addToTurn(block, node);
+  }
+  return node;
+}
+
+function onMessageCreated({ turn, source, data }) {
+  if (data.id && $(`[data-message="${data.id}"]`, feed())) return;
+  keepingScroll(() => {
+    const node = messageNode(data, source);
+    if (turn === null || turn === undefined) {
+      feed().append(h("li", { class: "turn" }, node));
+      return;
+    }
+    const block = turnBlock(turn);
+    const streaming = data.role === "gm" && $(":scope > .msg.streaming", block);
+    if (streaming) streaming.replaceWith(node);
+    else addToTurn(block, node);
+  });
+}
+
+function onTextDelta({ turn, data }) {
+  keepingScroll(() => $(".text", streamingNode(turnBlock(turn))).append(data.text));
+}
+
+const refreshing = new Map();
+
+// Swap one turn for the server's rendering of it; a newer request for the same turn wins.
+async function refreshTurn(turnId) {
+  const generation = (refreshing.get(turnId) ?? 0) + 1;
+  refreshing.set(turnId, generation);
+  let fresh;
+  try {
+    fresh = await fetchHTML(`${PAGE}/feed/?turn=${turnId}`);
+  } catch {
+    return;
+  }
+  if (refreshing.get(turnId) !== generation) return;
+  keepingScroll(() => {
+    const old = turnNode(turnId);
+    const later = $$(":scope > [data-turn]", feed()).find((b) => Number(b.dataset.turn) > turnId);
+    if (old) old.replaceWith(fresh);
+    else feed().insertBefore(fresh, later ?? null);
+  });
+  refreshUndo();
+}
+
+// Only the most recent GM turn offers Undo, to those who may undo it.
+function refreshUndo() {
+  const latest = $$(":scope > .turn[data-gm='1']", feed()).at(-1);
+  for (const button of $$(".undo", feed())) button.hidden = button.closest(".turn") !== latest;
+}
+
+function markUndone(turnId, reason) {
+  const block = turnNode(turnId);
+  if (!block) return;
+  block.className = "turn undone";
+  block.dataset.gm = "0";
+  const why = reason ? `: “${reason}”` : "";
+  block.replaceChildren(h("p", { class: "undo-note" }, `↶ This turn was undone${why}`));
+  refreshUndo();
+}
+
+// ---- events, in order ----------------------------------------------------------------------
+
+const HANDLERS = {
+  message_created: onMessageCreated,
+  gm_turn_started: ({ turn }) => streamingNode(turnBlock(turn)),
+  gm_text_delta: onTextDelta,
+  gm_turn_completed: ({ turn }) => refreshTurn(turn),
+  state_changed: ({ data }) => applyChanges([data]),
+  invocation_reverted: ({ turn, data }) => {
+    applyChanges(data.state);
+    if (turn !== null && turnNode(turn)) refreshTurn(turn);
+  },
+  interaction_reverted: ({ turn, data }) => {
+    applyChanges(data.state);
+    markUndone(turn, data.reason);
+    refreshTurn(turn);
+  },
+};
+
+let resyncing = null;
+const held = [];
+
+function receive(event) {
+  if (!Number.isInteger(event.seq)) return;
+  if (resyncing) {
+    held.push(event);
+    return;
+  }
+  if (event.seq <= lastSeq) return;
+  if (event.seq > lastSeq + 1) {
+    held.push(event);
+    resync();
+    return;
+  }
+  lastSeq = event.seq;
+  HANDLERS[event.type]?.(event);
+}
+
+// Fetch the feed (with the event number it reflects) and then the state, redraw both, then
+// apply what arrived meanwhile. Events carry absolute values, so one the fresh state already
+// reflects is harmless to apply again.
+async function reload() {
+  const freshFeed = await fetchHTML(`${PAGE}/feed/`);
+  const response = await request("GET", `${API}/state/`);
+  if (!response.ok) throw new Error(`state answered ${response.status}`);
+  state = await response.json();
+  lastSeq = Number(freshFeed.dataset.seq);
+  feed().replaceWith(freshFeed);
+  freshFeed.scrollTop = freshFeed.scrollHeight;
+  renderBoard();
+  refreshUndo();
+}
+
+function resync() {
+  resyncing ??= (async () => {
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        await reload();
+        break;
+      } catch {
+        setLive("closed", "catching up…");
+        await pause(Math.min(1000 * 2 ** attempt, 15000));
+      }
+    }
+    resyncing = null;
+    if (socket?.readyState === WebSocket.OPEN) setLive("open", "live");
+    for (const event of held.splice(0).sort((a, b) => a.seq - b.seq)) {
+      if (event.seq <= lastSeq) continue;
+      lastSeq = event.seq;
+      HANDLERS[event.type]?.(event);
+    }
+  })();
+  return resyncing;
+}
+
+// ---- the websocket ---------------------------------------------------------------------------
+
+function setLive(mode, text) {
+  const live = $("#live");
+  live.dataset.state = mode;
+  live.textContent = text;
+}
+
+let failures = 0;
+let connectedBefore = false;
+
+function connect() {
+  const scheme = location.protocol === "https:" ? "wss" : "ws";
+  socket = new WebSocket(`${scheme}://${location.host}/ws/campaigns/${boot.campaign}/`);
+  socket.addEventListener("open", () => {
+    setLive("open", "live");
+    if (connectedBefore) resync();
+    connectedBefore = true;
+    failures = 0;
+  });
+  socket.addEventListener("message", (message) => {
+    let event;
+    try {
+      event = JSON.parse(message.data);
+    } catch {
+      return;
+    }
+    receive(event);
+  });
+  socket.addEventListener("close", () => {
+    setLive("closed", "reconnecting…");
+    failures += 1;
+    setTimeout(connect, Math.min(500 * 2 ** failures, 15000));
+  });
+}
+
+const offline = () => socket?.readyState !== WebSocket.OPEN;
+
+// ---- the message box -------------------------------------------------------------------------
+
+const say = $("#say");
+
+function sayError(text) {
+  show($(".say-error", say), Boolean(text), text);
+}
+
+say.addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const box = say.elements.message;
+  const message = box.value.trim();
+  if (!message) return;
+  const button = $("button[type=submit]", say);
+  button.disabled = true;
+  sayError("");
+  try {
+    const response = await request("POST", `${API}/turns/`, { message });
+    if (response.ok) {
+      box.value = "";
+      if (offline()) resync();
+    } else {
+      sayError(await problem(response));
+    }
+  } catch {
+    sayError("Could not reach the table. Check your connection and try again.");
+  } finally {
+    button.disabled = false;
+    box.focus();
+  }
+});
+
+say.elements.message.addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+    event.preventDefault();
+    say.requestSubmit();
+  }
+});
+
+// ---- what an undo changes back, in people's words ---------------------------------------------
+
+const creatureOf = (id) => state.creatures.find((c) => String(c.id) === String(id));
+const nameOf = (id) => creatureOf(id)?.name;
+const clip = (text, size = 70) => (text.length > size ? `${text.slice(0, size - 1)}…` : text);
+const quoted = (list) => list.map((x) => `'${x}'`).join(", ");
+
+function named(text) {
+  return text.replace(/\bcreatures? (\d+(?:, \d+)*)/g, (match, ids) => {
+    const names = ids.split(", ").map(nameOf);
+    return names.every(Boolean) ? names.join(", ") : match;
+  });
+}
+
+function creatureChange(id, now, before) {
+  const name = before?.name ?? now?.name ?? nameOf(id) ?? `creature ${id}`;
+  if (!before) return `${name} leaves the table`;
+  if (!now) return `${name} comes back (${before.hp} HP)`;
+  const from = { ...creatureOf(id), ...now };
+  const to = { ...creatureOf(id), ...before };
+  const parts = [];
+  if ("hp" in before) parts.push(`HP ${from.hp} → ${to.hp}`);
+  if ("max_hp" in before) parts.push(`max HP ${from.max_hp} → ${to.max_hp}`);
+  if ("temp_hp" in before) parts.push(`temp HP ${from.temp_hp} → ${to.temp_hp}`);
+  if ("conditions" in before) {
+    const lost = (from.conditions ?? []).filter((x) => !(to.conditions ?? []).includes(x));
+    const back = (to.conditions ?? []).filter((x) => !(from.conditions ?? []).includes(x));
+    if (lost.length) parts.push(`loses ${quoted(lost)}`);
+    if (back.length) parts.push(`gets ${quoted(back)} back`);
+  }
+  if ("death_save_successes" in before || "death_save_failures" in before) {
+    const saves = (c) => `✓${c.death_save_successes} ✗${c.death_save_failures}`;
+    parts.push(`death saves ${saves(from)} → ${saves(to)}`);
+  }
+  if ("x" in before || "y" in before) parts.push(`moves ${from.x},${from.y} → ${to.x},${to.y}`);
+  return parts.length ? `${name} ${parts.join(", ")}` : null;
+}
+
+function campaignChange(id, now, before) {
+  const chapter = (pk) => state.chapters.find((c) => c.id === pk)?.title ?? "none";
+  const dungeon = (pk) => state.dungeons.find((d) => d.id === pk)?.name ?? "none";
+  const parts = [];
+  if ("scene" in before) parts.push(`the scene goes back to “${clip(before.scene || "…")}”`);
+  if ("location" in before) parts.push(`location ${now.location || "—"} → ${before.location || "—"}`);
+  if ("current_chapter_id" in before) {
+    parts.push(`chapter ${chapter(now.current_chapter_id)} → ${chapter(before.current_chapter_id)}`);
+  }
+  if ("active_dungeon_id" in before) {
+    parts.push(`dungeon ${dungeon(now.active_dungeon_id)} → ${dungeon(before.active_dungeon_id)}`);
+  }
+  if ("active_encounter_id" in before) {
+    parts.push(before.active_encounter_id ? "the fight is back on" : "the fight is called off");
+  }
+  if ("status" in before) {
+    parts.push(before.status === "completed" ? "the adventure ends" : "the adventure is back on");
+  }
+  return parts.join(", ") || null;
+}
+
+function encounterChange(id, now, before) {
+  if (!before) return "the fight is called off";
+  if (!now) return "the fight comes back";
+  const current = { ...state.encounters.find((e) => String(e.id) === String(id)), ...before };
+  const parts = [];
+  if ("round" in before) parts.push(`round ${now.round} → ${before.round}`);
+  if ("turn_index" in before) {
+    const slot = current.order?.[before.turn_index];
+    const who = slot ? nameOf(slot.creature_id) : null;
+    parts.push(who ? `initiative goes back to ${who}` : "initiative goes back");
+  }
+  if ("active" in before) parts.push(before.active ? "the fight resumes" : "the fight ends");
+  return parts.join(", ") || null;
+}
+
+function ownedChange(rows, counter, label) {
+  return (id, now, before) => {
+    const row = { ...state[rows].find((r) => String(r.id) === String(id)), ...now, ...before };
+    const owner = nameOf(row.creature_id) ?? "someone";
+    if (!before) return `${owner} no longer has ${label(row)}`;
+    if (!now) return `${owner} gets ${label(row)} back (${before[counter]})`;
+    return `${owner} ${label(row)} ${now[counter]} → ${before[counter]}`;
+  };
+}
+
+const CHANGES = {
+  creature: creatureChange,
+  campaign: (id, now, before) => campaignChange(id, now ?? {}, before ?? {}),
+  encounter: encounterChange,
+  resource: ownedChange("resources", "current", (r) => r.name.replaceAll("_", " ")),
+  item: ownedChange("items", "quantity", (i) => i.name),
+  resource_event: () => null,
+  fog: (id, now, before) => (before ? null : `fog covers ${now.x},${now.y} again`),
+  memory: (id, now, before) => (before ? "a GM note is restored" : "a GM note is forgotten"),
+  achievement: (id, now, before) =>
+    before ? `achievement '${before.code}' returns` : `achievement '${now.code}' is taken back`,
+  episode: (id, now, before) =>
+    "active" in (before ?? {}) ? `the episode ${before.active ? "goes on" : "ends"}` : null,
+};
+
+// A whole row that did not exist on one side shows up in the diff with a null id there.
+const missing = (fields) => "id" in fields && fields.id === null;
+
+function changesBack(diff) {
+  const groups = new Map();
+  for (const row of diff) {
+    const key = `${row.entity}:${row.id}`;
+    if (!groups.has(key)) groups.set(key, { entity: row.entity, id: row.id, now: {}, before: {} });
+    groups.get(key).now[row.field] = row.now;
+    groups.get(key).before[row.field] = row.before;
+  }
+  return [...groups.values()]
+    .map(({ entity, id, now, before }) => {
+      const describe = CHANGES[entity] ?? (() => `${entity} ${id} changes back`);
+      return describe(id, missing(now) ? null : now, missing(before) ? null : before);
+    })
+    .filter(Boolean);
+}
+
+// ---- the undo dialog -----------------------------------------------------------------------
+
+const dialog = $("#undo-dialog");
+const undoForm = $(".undo-form", dialog);
+const confirmButton = $("button[value=confirm]", dialog);
+const FORBIDDEN =
+  "Only the player who took this turn, the campaign owner or a co-GM can undo it. " +
+  "Ask one of them.";
+const SKIPS = {
+  already_reverted: "already undone",
+  not_committed: "never took effect",
+  not_revertible: "cannot be undone: its before-state was not captured",
+};
+let undoing = null;
+
+function undoStatus(text) {
+  $(".undo-status", dialog).textContent = text;
+}
+
+function undoError(text) {
+  show($(".undo-error", dialog), Boolean(text), text);
+}
+
+function fillSection(name, items) {
+  const section = $(`.undo-${name}`, dialog);
+  $("ul", section).replaceChildren(...items);
+  section.hidden = items.length === 0;
+}
+
+function callItem(call, later = false) {
+  const why = call.skip_reason ? ` (stays: ${SKIPS[call.skip_reason] ?? call.skip_reason})` : "";
+  return h(
+    "li",
+    call.skip_reason ? { class: "skipped" } : {},
+    h("code", {}, call.tool_name),
+    ` — ${named(call.summary)}${later ? " (later turn)" : ""}${why}`,
+  );
+}
+
+async function openUndo(turnId) {
+  undoing = { turn: turnId, cascade: false, conflicts: [] };
+  for (const name of ["calls", "changes", "conflicts"]) fillSection(name, []);
+  undoForm.elements.cascade.checked = false;
+  undoForm.elements.reason.value = "";
+  undoError("");
+  confirmButton.disabled = true;
+  undoStatus("Working out what this undo changes…");
+  dialog.showModal();
+  await loadPlan();
+}
+
+function planURL(turnId, cascade) {
+  return `${API}/turns/${turnId}/undo-plan/${cascade ? "?cascade=true" : ""}`;
+}
+
+async function loadPlan() {
+  const { turn, cascade } = undoing;
+  try {
+    const response = await request("GET", planURL(turn, cascade));
+    if (undoing?.turn !== turn || undoing.cascade !== cascade) return;
+    if (!response.ok) {
+      await refuse(response);
+      return;
+    }
+    await showPlan(await response.json());
+  } catch {
+    undoError("Could not reach the table. Check your connection and try again.");
+  }
+}
+
+async function showPlan(plan) {
+  undoStatus("");
+  const later = new Set(undoing.conflicts);
+  const calls = plan.invocations.map((call) => callItem(call, later.has(call.id)));
+  if (!calls.length) calls.push(h("li", {}, "No tool calls: only the turn’s messages leave the feed."));
+  fillSection("calls", calls);
+  fillSection("changes", changesBack(plan.diff).map((line) => h("li", {}, line)));
+  if (plan.conflicts.length) await showConflicts(plan.conflicts);
+  confirmButton.disabled = plan.conflicts.length > 0 && !undoing.cascade;
+}
+
+// Name the later calls in the way (the cascade plan lists them) and offer to undo them too.
+async function showConflicts(ids) {
+  undoing.conflicts = ids;
+  let items = ids.map((id) => h("li", {}, `a later tool call (${id.slice(0, 8)})`));
+  const response = await request("GET", planURL(undoing.turn, true));
+  if (response.ok) {
+    const plan = await response.json();
+    const wanted = new Set(ids);
+    items = plan.invocations.filter((call) => wanted.has(call.id)).map((call) => callItem(call));
+  }
+  fillSection("conflicts", items);
+  $(".undo-conflicts", dialog).hidden = false;
+}
+
+async function refuse(response) {
+  undoStatus("");
+  confirmButton.disabled = true;
+  if (response.status === 403) undoError(FORBIDDEN);
+  else if (response.status === 404) undoError("This turn is gone: someone may have undone it.");
+  else undoError(await problem(response));
+}
+
+undoForm.elements.cascade.addEventListener("change", async (event) => {
+  undoing.cascade = event.target.checked;
+  confirmButton.disabled = true;
+  undoStatus("Working out what this undo changes…");
+  await loadPlan();
+});
+
+undoForm.addEventListener("submit", async (event) => {
+  if (event.submitter?.value !== "confirm") return; // "Keep the turn" just closes the dialog
+  event.preventDefault();
+  const { turn, cascade } = undoing;
+  confirmButton.disabled = true;
+  undoError("");
+  undoStatus("Undoing…");
+  try {
+    const response = await request("POST", `${API}/turns/${turn}/undo/`, {
+      reason: undoForm.elements.reason.value.trim(),
+      cascade,
+    });
+    if (response.ok) {
+      const result = await response.json();
+      if (offline()) resync();
+      if (!result.skipped?.length) {
+        dialog.close();
+        return;
+      }
+      undoStatus(`Undone, except ${result.skipped.length} tool call(s) that could not be reverted.`);
+      return;
+    }
+    if (response.status === 409) {
+      const body = await response.json();
+      undoStatus("");
+      undoError(body.detail ?? "Later turns depend on this one.");
+      await showConflicts(body.conflicts ?? []);
+      return;
+    }
+    await refuse(response);
+  } catch {
+    undoStatus("");
+    undoError("Could not reach the table. Check your connection and try again.");
+    confirmButton.disabled = false;
+  }
+});
+
+dialog.addEventListener("close", () => {
+  undoing = null;
+});
+
+document.addEventListener("click", (event) => {
+  const button = event.target.closest("button.undo");
+  if (button) openUndo(Number(button.dataset.undo));
+});
+
+// ---- start -----------------------------------------------------------------------------------
+
+renderBoard();
+refreshUndo();
+feed().scrollTop = feed().scrollHeight;
+connect();

@@ -1,0 +1,57 @@
+"""The page's stylesheet and script are the app's own files, served by the app: no CDN, no
+external fonts, no build step."""
+
+import re
+from pathlib import Path
+
+import pytest
+from asgiref.testing import ApplicationCommunicator
+from channels.routing import get_default_application
+from django.contrib.staticfiles import finders
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+from django.test import Client
+
+from tests.conftest import World
+
+
+def test_the_page_references_only_local_assets(world: World, player_client: Client):
+    html = player_client.get(f"/campaigns/{world.campaign.pk}/").content.decode()
+    assert '<link rel="stylesheet" href="/static/css/table.css">' in html
+    assert '<script type="module" src="/static/js/table.js"></script>' in html
+    for url in re.findall(r'(?:src|href)="([^"]*)"', html):
+        assert url.startswith(("/", "#", "data:")), url
+    assert "@import" not in html
+
+
+@pytest.mark.parametrize("path", ["css/table.css", "js/table.js"])
+def test_assets_load_nothing_from_elsewhere(path: str):
+    source = Path(finders.find(path)).read_text(encoding="utf-8")
+    assert not re.search(r"https?://|@import|url\(\s*['\"]?//", source)
+
+
+def test_the_script_is_one_module_without_imports():
+    source = Path(finders.find("js/table.js")).read_text(encoding="utf-8")
+    assert not re.search(r"^\s*import\b", source, re.M)
+    assert "new WebSocket(" in source
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("path", "content_type"),
+    [("/static/js/table.js", "javascript"), ("/static/css/table.css", "text/css")],
+)
+async def test_the_asgi_app_serves_the_assets(path: str, content_type: str):
+    app = ASGIStaticFilesHandler(get_default_application())
+    scope = {"type": "http", "method": "GET", "path": path, "query_string": b"", "headers": []}
+    communicator = ApplicationCommunicator(app, scope)
+    await communicator.send_input({"type": "http.request", "body": b""})
+    start = await communicator.receive_output(timeout=10)
+    body = b""
+    while True:
+        chunk = await communicator.receive_output(timeout=10)
+        body += chunk.get("body", b"")
+        if not chunk.get("more_body"):
+            break
+    assert start["status"] == 200
+    assert content_type in dict(start["headers"])[b"Content-Type"].decode()
+    assert len(body) > 1000
