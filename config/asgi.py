@@ -1,3 +1,9 @@
+"""The ASGI entry point: Django for HTTP, the campaign feed for websockets.
+
+Websockets sit behind `AllowedHostsOriginValidator` and `AuthMiddlewareStack` (session cookie),
+with `Authorization: Token` header auth for non-browser clients (`campaigns.ws_auth`).
+"""
+
 import os
 
 from django.core.asgi import get_asgi_application
@@ -5,6 +11,14 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django_asgi_app = get_asgi_application()
 
-from channels.routing import ProtocolTypeRouter  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
-application = ProtocolTypeRouter({"http": django_asgi_app})
+from campaigns.routing import websocket_urlpatterns  # noqa: E402
+from campaigns.ws_auth import websocket_stack  # noqa: E402
+
+application = ProtocolTypeRouter(
+    {
+        "http": django_asgi_app,
+        "websocket": websocket_stack(URLRouter(websocket_urlpatterns)),
+    }
+)

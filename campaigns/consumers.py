@@ -1,0 +1,69 @@
+"""The live table: one websocket per player, subscribed to its campaign's group.
+
+The consumer is deliberately thin. It admits members only, joins the campaign's group and
+forwards every envelope that `campaigns.realtime` publishes. Clients never write through it:
+changes go through the REST API, which is where permissions, audit and undo live.
+"""
+
+import json
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+
+from audit.models import SecurityEvent
+from campaigns.errors import NotFound
+from campaigns.realtime import group_name
+from campaigns.selectors import campaign_get_for_member
+
+# Application close code for a refused handshake (4000-4999 are free for applications).
+REFUSED = 4403
+
+
+@database_sync_to_async
+def is_campaign_member(*, campaign_id: Any, user: Any) -> bool:
+    try:
+        campaign_get_for_member(campaign_id=campaign_id, user=user)
+    except NotFound:
+        return False
+    return True
+
+
+@database_sync_to_async
+def record_refusal(*, user: Any, campaign_id: Any, ip: str | None) -> None:
+    """A signed-in non-member probing a campaign's feed is a security event; anonymous
+    handshakes are not (they are refused before anything is revealed)."""
+    SecurityEvent.objects.create(
+        kind=SecurityEvent.Kind.WEBSOCKET_DENIED,
+        user=user,
+        target=f"ws:campaign:{campaign_id}",
+        ip=ip,
+        detail={"message": "Websocket refused: not a member of this campaign."},
+    )
+
+
+class CampaignConsumer(AsyncWebsocketConsumer):
+    group: str | None = None
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        campaign_id = self.scope["url_route"]["kwargs"]["campaign_id"]
+        if not await is_campaign_member(campaign_id=campaign_id, user=user):
+            if getattr(user, "is_authenticated", False):
+                client = self.scope.get("client") or [None]
+                await record_refusal(user=user, campaign_id=campaign_id, ip=client[0])
+            await self.close(code=REFUSED)
+            return
+        self.group = group_name(campaign_id)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+
+    async def disconnect(self, code: int) -> None:
+        if self.group is not None:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        """The feed is one-way; what a client sends is ignored rather than trusted."""
+
+    async def campaign_event(self, message: dict[str, Any]) -> None:
+        await self.send(text_data=json.dumps(message["event"]))
