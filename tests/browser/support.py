@@ -1,0 +1,72 @@
+"""Driving Debian's Chromium through Playwright (its own browser download is not used)."""
+
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TypeVar
+
+from django.db import connections
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+T = TypeVar("T")
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+
+expect.set_options(timeout=20_000)
+
+
+@contextmanager
+def chromium() -> Iterator[Browser]:
+    """Headless Chromium. Django's ORM refuses to run while Playwright's event loop does, so
+    tests touch the database before entering this block and after leaving it."""
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def signed_in_page(browser: Browser, base_url: str, username: str) -> Page:
+    """A fresh browser context (its own cookies) signed in through the login page."""
+    page = browser.new_context(
+        base_url=base_url, viewport={"width": 1440, "height": 900}
+    ).new_page()
+    page.goto("/accounts/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill("pw-" + username)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page).to_have_url(f"{base_url}/campaigns/")
+    return page
+
+
+def screenshot(page: Page, name: str) -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / name
+    page.screenshot(path=path, full_page=True)
+    return path
+
+
+def outside_the_browser_loop(work: Callable[[], T]) -> T:
+    """Run database work while Chromium is open: on a thread of its own, where Playwright's
+    event loop is not running, closing that thread's connections afterwards."""
+
+    def run() -> T:
+        try:
+            return work()
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(run).result()

@@ -1,0 +1,38 @@
+"""A page that misses an event notices the gap in `seq` and redraws from the server."""
+
+import pytest
+from django.db.models import F
+from playwright.sync_api import expect
+
+from campaigns.models import Campaign, Creature
+from tests.browser.support import chromium, outside_the_browser_loop, signed_in_page
+from tests.conftest import World
+
+pytestmark = pytest.mark.browser
+
+
+def lose_an_event(world: World) -> None:
+    """A change whose event never reached anyone: the channel layer delivers at most once."""
+    Creature.objects.filter(pk=world.goblin.pk).update(hp=3, conditions=["bleeding"])
+    Campaign.objects.filter(pk=world.campaign.pk).update(event_seq=F("event_seq") + 1)
+
+
+def test_a_gap_in_seq_refetches_the_state_and_the_feed(live_world: World, asgi_server: str):
+    world = live_world
+    goblin = f'[data-creature="{world.goblin.pk}"]'
+    with chromium() as browser:
+        player = signed_in_page(browser, asgi_server, world.player.username)
+        other = signed_in_page(browser, asgi_server, world.other.username)
+        for page in (player, other):
+            page.goto(f"/campaigns/{world.campaign.pk}/")
+            expect(page.locator("#live")).to_have_attribute("data-state", "open")
+            expect(page.locator(f"{goblin} .hp-text")).to_have_text("7 / 7")
+
+        outside_the_browser_loop(lambda: lose_an_event(world))
+        other.get_by_label("Your message to the table").fill("Did anyone hear that?")
+        other.get_by_role("button", name="Send").click()
+
+        for page in (player, other):
+            expect(page.locator(f"{goblin} .hp-text")).to_have_text("3 / 7")
+            expect(page.locator(f"{goblin} .conditions")).to_have_text("bleeding")
+            expect(page.locator("#feed")).to_contain_text("Did anyone hear that?")
