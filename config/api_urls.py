@@ -27,5 +27,5 @@ urlpatterns = [
     path("", include("audit.api.urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
-    re_path(r"^(?P<path>.*)$", not_found),
+    re_path(r"^(?P<path>[\s\S]*)$", not_found),
 ]

@@ -2,8 +2,11 @@
 
 from typing import Any
 
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from ai_tools import registry
 from audit.models import ToolInvocation
 from campaigns.api.base import StrictSerializer
 from campaigns.api.serializers import UsernameField
@@ -51,7 +54,7 @@ class InvocationFilter(serializers.Serializer):
 
 
 class ToolCallInput(StrictSerializer):
-    tool = serializers.CharField(max_length=64, help_text="A write tool's name, e.g. move_token.")
+    tool = serializers.ChoiceField(choices=[], help_text="The write tool to run.")
     input = serializers.JSONField(help_text="The tool's input, checked against its JSON schema.")
     model = serializers.CharField(
         max_length=100,
@@ -60,6 +63,12 @@ class ToolCallInput(StrictSerializer):
         allow_blank=True,
         help_text="Who decided the call (provider + model version), stored on the log row.",
     )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """The registry is the one list of tools; read it when the request comes, after every
+        app has registered its tools, so a 16th tool is callable without touching the API."""
+        super().__init__(*args, **kwargs)
+        self.fields["tool"].choices = [tool.name for tool in registry.write_tools()]
 
 
 class ToolCallResultSerializer(serializers.Serializer):
@@ -79,8 +88,22 @@ class RevertInput(StrictSerializer):
     )
 
 
+@extend_schema_field(OpenApiTypes.BOOL)
+class QueryBooleanField(serializers.ChoiceField):
+    """`true` or `false`, as OpenAPI serialises a boolean query parameter; anything else (an
+    empty value, `maybe`) is a 400 rather than a guess."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(choices=["true", "false"], **kwargs)
+
+    def to_internal_value(self, data: Any) -> bool:
+        return super().to_internal_value(data) == "true"
+
+
 class PlanQuery(serializers.Serializer):
-    cascade = serializers.BooleanField(default=False, required=False)
+    cascade = QueryBooleanField(
+        required=False, help_text="Plan the cascade: include the later invocations in the way."
+    )
 
 
 class RevertResultSerializer(serializers.Serializer):

@@ -108,7 +108,7 @@ class InvocationListView(ApiListView):
 
     def get_queryset(self):
         campaign = visible_campaign(self.request, self.kwargs["campaign_id"])
-        filters = s.InvocationFilter(data=self.request.query_params)
+        filters = s.InvocationFilter(data=self.request.query_params.dict())
         filters.is_valid(raise_exception=True)
         return invocation_list(campaign=campaign, **filters.validated_data)
 
@@ -167,13 +167,13 @@ class RevertPlanView(ApiView):
     )
     def get(self, request: Request, campaign_id: Any, **target: Any) -> Response:
         visible_campaign(request, campaign_id)
-        query = s.PlanQuery(data=request.query_params)
+        query = s.PlanQuery(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
         plan = services.revert_plan(
             campaign_id=campaign_id,
             user=request.user,
             ip=client_ip(request),
-            cascade=query.validated_data["cascade"],
+            cascade=query.validated_data.get("cascade", False),
             **target,
         )
         return Response(s.PlanSerializer(plan).data)

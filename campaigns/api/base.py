@@ -97,6 +97,26 @@ class ResultsPagination(CursorPagination):
                 raise NotFound(self.invalid_cursor_message) from exc
         return cursor
 
+    def get_page_size(self, request: Request) -> int:
+        """A bad `page_size` is a 400, not silently the default: the caller asked for
+        something else than what they would get."""
+        field = serializers.IntegerField(min_value=1, max_value=self.max_page_size)
+        values = request.query_params.getlist(self.page_size_query_param)
+        try:
+            sizes = [field.run_validation(value) for value in values]
+        except serializers.ValidationError as exc:
+            raise serializers.ValidationError({self.page_size_query_param: exc.detail}) from exc
+        return sizes[-1] if sizes else self.page_size
+
+    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            if parameter["name"] == self.page_size_query_param:
+                parameter["schema"].update(
+                    minimum=1, maximum=self.max_page_size, default=self.page_size
+                )
+        return parameters
+
     def paginate_queryset(self, queryset: Any, request: Request, view: Any = None) -> Any:
         self._model = queryset.model
         return super().paginate_queryset(queryset, request, view)

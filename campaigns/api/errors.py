@@ -60,7 +60,9 @@ class ErrorSerializer(serializers.Serializer):
 
 
 class ValidationErrorSerializer(ErrorSerializer):
-    errors = serializers.JSONField(help_text="The refused fields, each with its messages.")
+    errors = serializers.JSONField(
+        required=False, help_text="The refused fields, each with its messages."
+    )
 
 
 class ConflictSerializer(ErrorSerializer):

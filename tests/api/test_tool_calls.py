@@ -73,13 +73,13 @@ def test_a_foreign_creature_is_a_tool_error_and_nothing_is_written_elsewhere(wor
     assert dump(world.foreign.campaign) == foreign_before
 
 
-def test_an_unknown_tool_is_422_without_a_row(world, as_owner):
+def test_an_unknown_tool_is_400_without_a_row(world, as_owner):
     turn = world.turn(world.owner)
     response = as_owner.post(
         tool_call_url(world, turn), {"tool": "delete_world", "input": {}}, format="json"
     )
-    assert response.status_code == 422
-    assert response.json() == {"detail": "Unknown tool 'delete_world'."}
+    assert response.status_code == 400
+    assert response.json()["detail"] == 'tool: "delete_world" is not a valid choice.'
     assert not ToolInvocation.objects.exists()
 
 
