@@ -1,0 +1,105 @@
+"""How the log reads to people: indented JSON, tier badges and the before → after diff."""
+
+import json
+from typing import Any
+
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from ai_tools import registry
+from audit.models import ToolInvocation
+from campaigns.errors import InvalidInput
+
+TIER_COLOURS = {
+    ToolInvocation.Tier.CRITICAL: "#ba2121",
+    ToolInvocation.Tier.HIGH: "#d35400",
+    ToolInvocation.Tier.MEDIUM: "#9a7d0a",
+    ToolInvocation.Tier.LOW: "#417690",
+}
+
+
+def pretty_json(value: Any) -> SafeString:
+    text = json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str)
+    return format_html('<pre class="audit-json">{}</pre>', text)
+
+
+def compact_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def tier_badge(tier: str) -> SafeString:
+    if not tier:
+        return format_html("{}", "—")
+    return format_html(
+        '<span class="audit-tier" style="background:{}">{}</span>',
+        TIER_COLOURS.get(tier, "#666"),
+        tier,
+    )
+
+
+def summary(row: ToolInvocation) -> str:
+    """The tool's one-line description of the call. A failed call may carry input its tool
+    cannot describe (that is why it failed); it is then shown by name."""
+    try:
+        tool = registry.write_tool(row.tool_name)
+    except InvalidInput:  # a tool since removed from the registry
+        return row.tool_name
+    return tool.name if tool.validate(row.input) else tool.summarize(row.input)
+
+
+def label(row: ToolInvocation) -> str:
+    return f"#{row.sequence} {row.tool_name}"
+
+
+def change_url(invocation_id: Any) -> str:
+    return reverse("admin:audit_toolinvocation_change", args=[invocation_id])
+
+
+def invocation_link(row: ToolInvocation) -> SafeString:
+    return format_html('<a href="{}">{}</a>', change_url(row.pk), label(row))
+
+
+def entity_diff(row: ToolInvocation) -> list[dict[str, Any]] | None:
+    """Before → after for every entity the call wrote: the snapshot holds the before, the post
+    state the after. A created entity has no before, a deleted one no after. None when the call
+    wrote but no snapshot was captured, so the before is unknown."""
+    if not isinstance(row.revert_snapshot, dict):
+        return [] if not row.post_state else None
+    before_all = row.revert_snapshot.get("entities") or {}
+    after_all = row.post_state or {}
+    entities = []
+    for key in dict.fromkeys([*row.write_set, *after_all, *before_all]):
+        before, after = before_all.get(key), after_all.get(key)
+        names = dict.fromkeys([*(before or {}), *(after or {})])
+        entities.append(
+            {
+                "key": key,
+                "change": _change_kind(before, after),
+                "fields": [
+                    {
+                        "name": name,
+                        "before": compact_json((before or {}).get(name)) if before else "",
+                        "after": compact_json((after or {}).get(name)) if after else "",
+                    }
+                    for name in names
+                    if before is None or after is None or before.get(name) != after.get(name)
+                ],
+            }
+        )
+    return entities
+
+
+def _change_kind(before: dict | None, after: dict | None) -> str:
+    if before is None:
+        return "created"
+    if after is None:
+        return "deleted"
+    return "changed" if before != after else "unchanged"
+
+
+def render_entity_diff(row: ToolInvocation) -> SafeString:
+    return render_to_string(
+        "admin/audit/toolinvocation/entity_diff.html", {"entities": entity_diff(row)}
+    )

@@ -1,0 +1,66 @@
+"""Campaigns in the admin: read with their members and world; only name and policy change."""
+
+from django.urls import reverse
+
+from audit.models import ToolInvocation
+from campaigns.models import Campaign
+from tests.admin.conftest import call, move
+from tests.conftest import make_user
+
+
+def campaign_url(campaign):
+    return reverse("admin:campaigns_campaign_change", args=[campaign.pk])
+
+
+def test_campaign_page_shows_members_creatures_resources_and_inventory(staff_client, world):
+    call(world, "give_item", {"creature_id": world.hero.pk, "item": "rope", "quantity": 2})
+    response = staff_client.get(campaign_url(world.campaign))
+    assert response.status_code == 200
+    html = response.content.decode()
+    for text in ("cogm", "Thorin", "Goblin", "spell_slot", "rope", "Tool invocations"):
+        assert text in html
+    titles = [
+        inline.opts.verbose_name_plural for inline in response.context["inline_admin_formsets"]
+    ]
+    assert titles == ["memberships", "creatures", "resources", "inventory"]
+    assert f"?campaign={world.campaign.pk}" in html
+
+
+def test_a_superuser_may_rename_but_not_add_or_delete(client, world):
+    client.force_login(make_user("root", is_staff=True, is_superuser=True))
+    Campaign.objects.filter(pk=world.campaign.pk).update(event_seq=41, scene="Night.")
+    stale_page = client.get(campaign_url(world.campaign))
+    assert stale_page.status_code == 200
+    Campaign.objects.filter(pk=world.campaign.pk).update(event_seq=42, scene="Dawn.")
+    response = client.post(
+        campaign_url(world.campaign),
+        {
+            "name": "The Risen Keep",
+            "approval_policy": "critical",
+            **_empty_inlines(stale_page),
+        },
+    )
+    assert response.status_code == 302, response.context["adminform"].errors
+    campaign = Campaign.objects.get(pk=world.campaign.pk)
+    assert (campaign.name, campaign.approval_policy) == ("The Risen Keep", "critical")
+    assert (campaign.event_seq, campaign.scene) == (42, "Dawn.")  # nothing stale written back
+    assert client.get(reverse("admin:campaigns_campaign_add")).status_code == 403
+    delete = reverse("admin:campaigns_campaign_delete", args=[world.campaign.pk])
+    assert client.post(delete, {"post": "yes"}).status_code == 403
+    assert Campaign.objects.filter(pk=world.campaign.pk).exists()
+
+
+def _empty_inlines(page):
+    """The management form of every read-only inline, as the browser would send it."""
+    data = {}
+    for inline in page.context["inline_admin_formsets"]:
+        management = inline.formset.management_form
+        data.update({management.add_prefix(k): v for k, v in management.initial.items()})
+    return data
+
+
+def test_the_campaign_page_offers_no_delete(staff_client, world):
+    move(world, 2)
+    assert ToolInvocation.objects.count() == 1
+    html = staff_client.get(campaign_url(world.campaign)).content.decode()
+    assert "deletelink" not in html
