@@ -170,6 +170,11 @@ GM_PROVIDER = os.environ.get(
     "GM_PROVIDER", "anthropic" if os.environ.get("ANTHROPIC_API_KEY") else "scripted"
 )
 ANTHROPIC_MODEL = os.environ.get("ANTHROPIC_MODEL", "claude-sonnet-4-5")
+ANTHROPIC_API_KEY = os.environ.get("ANTHROPIC_API_KEY", "")
+# Another Messages API endpoint (a proxy, or the local fake the tests run); empty: Anthropic's.
+ANTHROPIC_BASE_URL = os.environ.get("ANTHROPIC_BASE_URL", "")
+ANTHROPIC_MAX_RETRIES = int(os.environ.get("ANTHROPIC_MAX_RETRIES", "2"))
+ANTHROPIC_TIMEOUT = float(os.environ.get("ANTHROPIC_TIMEOUT", "60"))
 APPROVAL_TIMEOUT = int(os.environ.get("APPROVAL_TIMEOUT", "600"))
 
 LOGGING = {

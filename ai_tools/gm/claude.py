@@ -1,0 +1,184 @@
+"""The Claude GM: the official `anthropic` SDK, streaming, tool use with the registry's schemas.
+
+Each round streams one Messages API response: text deltas go straight to the table, tool_use
+blocks run through the session (write tools through the audited dispatch, with the model
+version that asked for them on the log row), and their results go back as tool_result blocks
+until the model stops asking. The conversation it sends is built from the context, which has
+already dropped undone turns and reverted calls and says what was undone instead.
+"""
+
+import json
+from typing import Any
+
+import anthropic
+from django.conf import settings
+
+from ai_tools import registry
+from ai_tools.gm.base import GMError, GMProvider, Session
+from ai_tools.gm.context import GMContext, PastTurn, state_summary
+
+MAX_TOKENS = 1024
+MAX_ROUNDS = 8
+PERSONA = (
+    'You are the game master of the tabletop campaign "{name}". Narrate in two to four vivid '
+    "sentences, in the second person to the player who spoke. Change the game only through "
+    "the tools, and only as the story requires; every call is logged and the table can undo "
+    "it. Use the creature, chapter and dungeon ids from the state below; call get_state when "
+    "you need more, roll_dice for chance."
+)
+
+
+class AnthropicProvider(GMProvider):
+    """Claude as the GM. On when `ANTHROPIC_API_KEY` is set (SPEC §8)."""
+
+    name = "anthropic"
+
+    def __init__(self, *, client: anthropic.Anthropic, model: str) -> None:
+        self.client = client
+        self.requested_model = model
+
+    @classmethod
+    def from_settings(cls) -> "AnthropicProvider":
+        if not settings.ANTHROPIC_API_KEY:
+            raise GMError("the Claude GM needs ANTHROPIC_API_KEY to be set.")
+        client = anthropic.Anthropic(
+            api_key=settings.ANTHROPIC_API_KEY,
+            base_url=settings.ANTHROPIC_BASE_URL or None,
+            max_retries=settings.ANTHROPIC_MAX_RETRIES,
+            timeout=settings.ANTHROPIC_TIMEOUT,
+        )
+        return cls(client=client, model=settings.ANTHROPIC_MODEL)
+
+    @property
+    def model(self) -> str:
+        return f"anthropic/{self.requested_model}"
+
+    def run(self, session: Session) -> None:
+        try:
+            self._converse(session)
+        except anthropic.APIStatusError as exc:
+            raise GMError(f"the Claude API answered {exc.status_code}: {_message(exc)}") from exc
+        except anthropic.APIConnectionError as exc:
+            raise GMError(f"the Claude API could not be reached ({exc.message}).") from exc
+        except anthropic.APIError as exc:
+            raise GMError(f"the Claude API failed: {exc.message}") from exc
+
+    def _converse(self, session: Session) -> None:
+        system = system_prompt(session.context)
+        messages = conversation(session.context)
+        tools = [t.spec() for t in [*registry.write_tools(), *registry.read_tools()]]
+        spoke = False
+        for _ in range(MAX_ROUNDS):
+            with self.client.messages.stream(
+                model=self.requested_model,
+                max_tokens=MAX_TOKENS,
+                system=system,
+                messages=messages,
+                tools=tools,
+            ) as stream:
+                for index, text in enumerate(stream.text_stream):
+                    session.say(("\n\n" if spoke and index == 0 else "") + text)
+                reply = stream.get_final_message()
+            spoke = spoke or any(b.type == "text" and b.text for b in reply.content)
+            messages.append({"role": "assistant", "content": _params(reply.content)})
+            uses = [b for b in reply.content if b.type == "tool_use"]
+            if reply.stop_reason != "tool_use" or not uses:
+                return
+            model = f"anthropic/{reply.model}"
+            results = [_result(session, use, model) for use in uses]
+            messages.append({"role": "user", "content": results})
+        raise GMError(f"the model was still calling tools after {MAX_ROUNDS} rounds.")
+
+
+def _message(exc: anthropic.APIStatusError) -> str:
+    body = exc.body if isinstance(exc.body, dict) else {}
+    error = body.get("error") if isinstance(body.get("error"), dict) else {}
+    return str(error.get("message") or exc.message)
+
+
+def _params(blocks: list[Any]) -> list[dict[str, Any]]:
+    """The reply as it goes back into the conversation (the API refuses empty text blocks)."""
+    params = []
+    for block in blocks:
+        if block.type == "tool_use":
+            params.append(
+                {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+            )
+        elif block.type == "text" and block.text:
+            params.append(_text(block.text))
+    return params
+
+
+def _result(session: Session, use: Any, model: str) -> dict[str, Any]:
+    outcome = session.call_tool(use.name, use.input, model=model)
+    return {
+        "type": "tool_result",
+        "tool_use_id": use.id,
+        "content": outcome.as_text(),
+        "is_error": not outcome.ok,
+    }
+
+
+def system_prompt(context: GMContext) -> str:
+    parts = [
+        PERSONA.format(name=context.campaign.name),
+        "Current state:\n" + state_summary(context.state, context.players),
+    ]
+    if context.undone:
+        parts.append(
+            "Undone by the table (their effects are gone from the state; never narrate them "
+            "as having happened):\n" + "\n".join(f"- {note}" for note in context.undone)
+        )
+    return "\n\n".join(parts)
+
+
+def conversation(context: GMContext) -> list[dict[str, Any]]:
+    """Past turns as user/assistant messages (their tool calls as tool_use/tool_result pairs),
+    then the player's new message. Consecutive messages of one role are merged, as the API
+    requires alternation."""
+    turns: list[tuple[str, list[dict[str, Any]]]] = []
+    for past in context.history:
+        turns += _past_messages(past)
+    turns.append(("user", [_text(f"{context.speaker}: {context.message}")]))
+    merged: list[dict[str, Any]] = []
+    for role, content in turns:
+        if merged and merged[-1]["role"] == role:
+            merged[-1]["content"] += content
+        else:
+            merged.append({"role": role, "content": list(content)})
+    return merged
+
+
+def _past_messages(past: PastTurn) -> list[tuple[str, list[dict[str, Any]]]]:
+    turns = [("user", [_text(f"{past.speaker}: {past.message}")])]
+    if past.tool_calls:
+        ids = {call.id: "toolu_" + call.id.replace("-", "") for call in past.tool_calls}
+        turns.append(
+            (
+                "assistant",
+                [
+                    {"type": "tool_use", "id": ids[c.id], "name": c.tool_name, "input": c.input}
+                    for c in past.tool_calls
+                ],
+            )
+        )
+        turns.append(
+            (
+                "user",
+                [
+                    {"type": "tool_result", "tool_use_id": ids[c.id], "content": _json(c.result)}
+                    for c in past.tool_calls
+                ],
+            )
+        )
+    if past.reply:
+        turns.append(("assistant", [_text(past.reply)]))
+    return turns
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}

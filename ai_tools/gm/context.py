@@ -1,0 +1,237 @@
+"""What the GM knows when it answers a turn (SPEC §5, context-coherent undo).
+
+The history leaves out undone turns and reverted tool calls entirely, and carries instead a
+short note per undo (what, by whom, why). A model that saw an undone attack would otherwise
+narrate from a world that no longer exists ("the wounded goblin...").
+"""
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from ai_tools import registry
+from audit.models import ToolInvocation
+from campaigns.models import Campaign, ChatMessage, Creature, Membership, Turn
+from campaigns.selectors import campaign_state
+
+# How many earlier turns the GM sees; older ones only live on in the state and GM memories.
+HISTORY_TURNS = 20
+QUOTE_CHARS = 80
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    tool_name: str
+    input: dict[str, Any]
+    result: Any
+
+
+@dataclass(frozen=True)
+class PastTurn:
+    id: int
+    speaker: str
+    message: str
+    reply: str
+    tool_calls: list[ToolCall]
+
+
+@dataclass(frozen=True)
+class GMContext:
+    campaign: Campaign
+    turn: Turn
+    speaker: str  # the acting player, e.g. "alice (plays Thorin)"
+    message: str
+    history: list[PastTurn]
+    undone: list[str]
+    state: dict[str, Any]
+    players: dict[int, str]  # user id -> username, for the members
+
+
+def gm_context(*, turn: Turn) -> GMContext:
+    campaign = Campaign.objects.get(pk=turn.campaign_id)
+    earlier = list(
+        Turn.objects.filter(campaign_id=campaign.pk, pk__lt=turn.pk)
+        .select_related("reverted_by")
+        .order_by("-pk")[:HISTORY_TURNS]
+    )[::-1]
+    players = _players(campaign)
+    speakers = _speakers(campaign, players)
+    said = _messages_by_turn([turn.pk, *(t.pk for t in earlier)])
+    calls = _invocations_by_turn(campaign, [t.pk for t in earlier])
+    history: list[PastTurn] = []
+    undone: list[str] = []
+    for past in earlier:
+        speaker = speakers.get(past.actor_id, f"user {past.actor_id}")
+        message = _player_message(said[past.pk])
+        if past.reverted_at is not None:
+            undone.append(_turn_note(past, speaker, message, calls[past.pk]))
+            continue
+        undone += [
+            _call_note(row, speaker, message)
+            for row in calls[past.pk]
+            if row.status == ToolInvocation.Status.REVERTED
+        ]
+        history.append(_past_turn(past, speaker, message, said[past.pk], calls[past.pk]))
+    return GMContext(
+        campaign=campaign,
+        turn=turn,
+        speaker=speakers.get(turn.actor_id, f"user {turn.actor_id}"),
+        message=_player_message(said[turn.pk]),
+        history=history,
+        undone=undone,
+        state=campaign_state(campaign),
+        players=players,
+    )
+
+
+def _players(campaign: Campaign) -> dict[int, str]:
+    members = Membership.objects.filter(campaign=campaign)
+    return dict(members.values_list("user_id", "user__username"))
+
+
+def _speakers(campaign: Campaign, players: dict[int, str]) -> dict[int, str]:
+    """Each member's name with the characters they play: how the GM addresses the table."""
+    characters: dict[int, list[str]] = defaultdict(list)
+    pcs = Creature.objects.filter(campaign=campaign, kind=Creature.Kind.PC).order_by("pk")
+    for user_id, name in pcs.values_list("controlled_by_id", "name"):
+        characters[user_id].append(name)
+    return {
+        user_id: f"{username} (plays {', '.join(characters[user_id])})"
+        if characters[user_id]
+        else username
+        for user_id, username in players.items()
+    }
+
+
+def _messages_by_turn(turn_ids: list[int]) -> dict[int, list[ChatMessage]]:
+    grouped: dict[int, list[ChatMessage]] = defaultdict(list)
+    for message in ChatMessage.objects.filter(turn_id__in=turn_ids).order_by("created_at", "pk"):
+        grouped[message.turn_id].append(message)
+    return grouped
+
+
+def _invocations_by_turn(campaign: Campaign, turn_ids: list[int]):
+    grouped: dict[int, list[ToolInvocation]] = defaultdict(list)
+    rows = (
+        ToolInvocation.objects.filter(
+            campaign=campaign,
+            turn_id__in=turn_ids,
+            status__in=[ToolInvocation.Status.COMMITTED, ToolInvocation.Status.REVERTED],
+        )
+        .select_related("reverted_by")
+        .order_by("sequence")
+    )
+    for row in rows:
+        grouped[row.turn_id].append(row)
+    return grouped
+
+
+def _player_message(messages: list[ChatMessage]) -> str:
+    return next((m.content for m in messages if m.role == ChatMessage.Role.PLAYER), "")
+
+
+def _past_turn(turn, speaker, message, said, rows) -> PastTurn:
+    reply = "\n\n".join(m.content for m in said if m.role == ChatMessage.Role.GM and not m.reverted)
+    calls = [
+        ToolCall(id=str(row.pk), tool_name=row.tool_name, input=row.input, result=row.result)
+        for row in rows
+        if row.status == ToolInvocation.Status.COMMITTED
+    ]
+    return PastTurn(id=turn.pk, speaker=speaker, message=message, reply=reply, tool_calls=calls)
+
+
+def _quote(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= QUOTE_CHARS else text[: QUOTE_CHARS - 1] + "…"
+
+
+def _why(reason: str) -> str:
+    return f'reason: "{_quote(reason)}"' if reason else "no reason given"
+
+
+def _who(user: Any) -> str:
+    return user.get_username() if user is not None else "someone"
+
+
+def _turn_note(turn: Turn, speaker: str, message: str, rows: list[ToolInvocation]) -> str:
+    names = ", ".join(row.tool_name for row in rows) or "no tool calls"
+    return (
+        f'{_who(turn.reverted_by)} undid the turn of {speaker} ("{_quote(message)}"; '
+        f"{names}), {_why(turn.revert_reason)}. Everything it did was reverted: it never "
+        "happened."
+    )
+
+
+def _call_note(row: ToolInvocation, speaker: str, message: str) -> str:
+    summary = registry.write_tool(row.tool_name).summarize(row.input)
+    return (
+        f"{_who(row.reverted_by)} reverted the {row.tool_name} call ({summary}) of the turn of "
+        f'{speaker} ("{_quote(message)}"), {_why(row.revert_reason)}. Its effect is gone.'
+    )
+
+
+def state_summary(state: dict[str, Any], players: dict[int, str]) -> str:
+    """The game state as a few lines of text with the ids the tools need."""
+    camp = state["campaign"]
+    chapters = {c["id"]: c["title"] for c in state["chapters"]}
+    names = {c["id"]: c["name"] for c in state["creatures"]}
+    lines = [
+        f'Campaign "{camp["name"]}" ({camp["status"]}). '
+        f"Chapter: {_named(chapters, camp['current_chapter'])}. "
+        f"Active dungeon: {camp['active_dungeon'] or 'none'}.",
+        f"Scene: {camp['scene'] or '(not set)'}"
+        + (f" Location: {camp['location']}." if camp["location"] else ""),
+        f"Combat: {_combat(state, names)}",
+        "Creatures:",
+        *(f"- {_creature(c, players)}" for c in state["creatures"]),
+        "Resources: "
+        + (
+            "; ".join(
+                f"{names[r['creature_id']]} {r['name']} {r['current']}/{r['maximum']}"
+                for r in state["resources"]
+            )
+            or "none"
+        ),
+        "Items: "
+        + (
+            "; ".join(
+                f"{names[i['creature_id']]} {i['quantity']} × {i['name']}" for i in state["items"]
+            )
+            or "none"
+        ),
+        "Chapters: " + ", ".join(f"#{i} {t}" for i, t in chapters.items()),
+        "Dungeons: " + (", ".join(f"#{d['id']} {d['name']}" for d in state["dungeons"]) or "none"),
+    ]
+    return "\n".join(lines)
+
+
+def _named(titles: dict[int, str], pk: int | None) -> str:
+    return f"#{pk} {titles.get(pk, '?')}" if pk else "none"
+
+
+def _combat(state: dict[str, Any], names: dict[int, str]) -> str:
+    active = [e for e in state["encounters"] if e["active"]]
+    if not active:
+        return "none"
+    encounter = active[0]
+    order = ", ".join(
+        f"#{o['creature_id']} {names.get(o['creature_id'], '?')} ({o['initiative']})"
+        for o in encounter["order"]
+    )
+    return f"round {encounter['round']}, turn index {encounter['turn_index']}; order: {order}"
+
+
+def _creature(c: dict[str, Any], players: dict[int, str]) -> str:
+    kind = c["kind"]
+    if c["controlled_by_id"]:
+        kind += f" of {players.get(c['controlled_by_id'], 'a former member')}"
+    text = f"#{c['id']} {c['name']} ({kind}): HP {c['hp']}/{c['max_hp']}"
+    if c["temp_hp"]:
+        text += f" +{c['temp_hp']} temp"
+    text += f", at ({c['x']},{c['y']})"
+    if c["conditions"]:
+        text += ", conditions: " + ", ".join(c["conditions"])
+    if c["death_save_successes"] or c["death_save_failures"]:
+        text += f", death saves {c['death_save_successes']}/{c['death_save_failures']}"
+    return text

@@ -1,0 +1,40 @@
+"""GM fixtures: the local fake of the Messages API, and running a turn with events captured."""
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from ai_tools.gm.services import gm_turn_run
+from campaigns.models import Turn
+from tests.gm.fake_claude import FakeClaude
+
+
+@pytest.fixture
+def claude(settings) -> Iterator[FakeClaude]:
+    """The anthropic provider, configured against a fake Messages API on localhost."""
+    fake = FakeClaude()
+    fake.start()
+    settings.GM_PROVIDER = "anthropic"
+    settings.ANTHROPIC_API_KEY = "test-key"
+    settings.ANTHROPIC_BASE_URL = fake.url
+    settings.ANTHROPIC_MODEL = "claude-gm-test"
+    settings.ANTHROPIC_MAX_RETRIES = 0
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture
+def play(world, events, django_capture_on_commit_callbacks):
+    """Post a message as a new turn and let the configured GM answer it, events delivered."""
+
+    def play(message: str, actor: Any = None, **kwargs: Any) -> Turn:
+        turn = world.turn(actor=actor, message=message)
+        with django_capture_on_commit_callbacks(execute=True):
+            return gm_turn_run(turn=turn, **kwargs)
+
+    return play
+
+
+def of_turn(events: list[dict[str, Any]], turn: Turn) -> list[dict[str, Any]]:
+    return [e for e in events if e["turn"] == turn.pk]

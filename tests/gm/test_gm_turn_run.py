@@ -1,0 +1,167 @@
+"""The turn runner: a turn always ends, failures say why, and an undone turn stays undone."""
+
+import pytest
+
+from ai_tools.gm.base import GMError, GMProvider, Session
+from ai_tools.gm.services import gm_turn_run
+from audit.models import ToolInvocation
+from audit.services import turn_undo
+from campaigns.errors import Conflict
+from campaigns.models import ChatMessage, Turn
+from tests.gm.conftest import of_turn
+
+
+class Provider(GMProvider):
+    """A provider whose behaviour each test writes as a function of the session."""
+
+    name = "test"
+
+    def __init__(self, behaviour) -> None:
+        self.behaviour = behaviour
+
+    @property
+    def model(self) -> str:
+        return "test/gm-1"
+
+    def run(self, session: Session) -> None:
+        self.behaviour(session)
+
+
+def messages(turn):
+    return list(ChatMessage.objects.filter(turn=turn).values_list("role", "content", "reverted"))
+
+
+def damage_goblin(session: Session):
+    return session.call_tool(
+        "modify_creature",
+        {"creature_id": session.context.state["creatures"][2]["id"], "hp_delta": -2},
+        model="test/gm-1",
+    )
+
+
+def test_narration_in_small_pieces_streams_as_coalesced_deltas(world, play, events):
+    sentence = "The torches gutter as something large moves in the dark below you."
+    words = sentence.split(" ")
+
+    turn = play("I listen.", provider=Provider(lambda s: [s.say(w + " ") for w in words]))
+
+    deltas = [e["data"]["text"] for e in of_turn(events, turn) if e["type"] == "gm_text_delta"]
+    assert 1 < len(deltas) < len(words)
+    assert "".join(deltas) == sentence + " "
+    assert messages(turn)[-1] == ("gm", sentence, False)
+
+
+def test_a_provider_crash_fails_the_turn_with_a_system_message(world, play, events):
+    def crash(session):
+        session.say("You open the door and")
+        raise KeyError("boom")
+
+    turn = play("I open the door.", provider=Provider(crash))
+
+    assert turn.status == Turn.Status.FAILED
+    assert messages(turn)[1:] == [
+        ("gm", "You open the door and", False),
+        (
+            "system",
+            "The GM could not finish this turn: the GM ran into an internal error (KeyError).",
+            False,
+        ),
+    ]
+    completed = of_turn(events, turn)[-1]
+    assert completed["type"] == "gm_turn_completed"
+    assert completed["source"] == "system"
+    assert completed["data"]["status"] == "failed"
+    assert completed["data"]["error"] == "the GM ran into an internal error (KeyError)."
+
+
+def test_a_failure_after_a_tool_call_keeps_the_call_and_says_it_can_be_undone(world, play):
+    def damage_then_fail(session):
+        assert damage_goblin(session).ok
+        raise GMError("the model went quiet.")
+
+    turn = play("I attack the goblin.", provider=Provider(damage_then_fail))
+
+    assert turn.status == Turn.Status.FAILED
+    [row] = ToolInvocation.objects.filter(turn=turn)
+    assert (row.status, row.model) == ("committed", "test/gm-1")
+    assert messages(turn)[-1][1] == (
+        "The GM could not finish this turn: the model went quiet. Its tool calls so far are in "
+        "the log and can be undone."
+    )
+
+
+def test_an_unknown_provider_setting_fails_the_turn_clearly(world, play, settings):
+    settings.GM_PROVIDER = "oracle"
+    turn = play("Hello?")
+    assert turn.status == Turn.Status.FAILED
+    assert "unknown GM provider 'oracle'" in messages(turn)[-1][1]
+
+
+def test_the_anthropic_provider_without_an_api_key_fails_the_turn_clearly(world, play, settings):
+    settings.GM_PROVIDER = "anthropic"
+    settings.ANTHROPIC_API_KEY = ""
+    turn = play("Hello?")
+    assert turn.status == Turn.Status.FAILED
+    assert "needs ANTHROPIC_API_KEY" in messages(turn)[-1][1]
+
+
+def test_the_scripted_gm_is_the_default(world, play, settings):
+    assert settings.GM_PROVIDER == "scripted"
+    turn = play("I attack the goblin")
+    assert ToolInvocation.objects.get(turn=turn).model == "scripted/1"
+
+
+def test_a_turn_is_answered_once(world, play):
+    turn = play("I wait.")
+    with pytest.raises(Conflict):
+        gm_turn_run(turn=turn)
+
+
+def test_a_turn_undone_while_the_gm_speaks_takes_no_more_tool_calls(world, play, events):
+    outcomes = []
+
+    def undone_midway(session):
+        assert damage_goblin(session).ok
+        turn_undo(campaign_id=world.campaign.pk, turn_id=session.context.turn.pk, user=world.player)
+        session.say("The goblin reels.")
+        outcomes.append(damage_goblin(session))
+
+    turn = play("I attack the goblin.", provider=Provider(undone_midway))
+
+    assert not outcomes[0].ok and "undone" in outcomes[0].content["error"]
+    assert turn.status == Turn.Status.COMPLETED
+    assert [r.status for r in ToolInvocation.objects.filter(turn=turn)] == ["reverted"]
+    world.goblin.refresh_from_db()
+    assert world.goblin.hp == 7
+    assert messages(turn) == [
+        ("player", "I attack the goblin.", True),
+        ("gm", "The goblin reels.", True),
+    ]
+    assert "message_created" not in [e["type"] for e in of_turn(events, turn)]
+
+
+def test_read_tools_run_without_an_audit_row(world, play):
+    seen = []
+
+    def look(session):
+        seen.append(session.call_tool("get_state", {}, model="test/gm-1"))
+        seen.append(session.call_tool("roll_dice", {"expression": "2d6"}, model="test/gm-1"))
+        seen.append(session.call_tool("roll_dice", {"expression": 7}, model="test/gm-1"))
+
+    turn = play("What do I see?", provider=Provider(look))
+
+    state, dice, bad = seen
+    assert state.ok and state.content["campaign"]["name"] == "The Sunken Keep"
+    assert dice.ok and 2 <= dice.content["total"] <= 12
+    assert not bad.ok and bad.content["error"].startswith("Invalid input")
+    assert not ToolInvocation.objects.filter(turn=turn).exists()
+
+
+def test_an_unknown_tool_is_an_error_for_the_model_not_a_crash(world, play):
+    seen = []
+    turn = play(
+        "Cast fireball.",
+        provider=Provider(lambda s: seen.append(s.call_tool("fireball", {}, model="m"))),
+    )
+    assert turn.status == Turn.Status.COMPLETED
+    assert seen[0].content == {"error": "Unknown tool 'fireball'."}
