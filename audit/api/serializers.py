@@ -102,7 +102,7 @@ class QueryBooleanField(serializers.ChoiceField):
 
 class PlanQuery(serializers.Serializer):
     cascade = QueryBooleanField(
-        required=False, help_text="Plan the cascade: include the later invocations in the way."
+        default=False, help_text="Plan the cascade: include the later invocations in the way."
     )
 
 

@@ -157,8 +157,9 @@ class InvocationRevertView(ApiView):
 
 @extend_schema(tags=["invocations"])
 class RevertPlanView(ApiView):
-    """Serves both `…/invocations/{iid}/revert-plan/` and `…/turns/{tid}/undo-plan/`: the path
-    names the target (`invocation_id` or `turn_id`), the service does the rest."""
+    """What reverting this invocation (`…/revert-plan/`) or undoing this turn (`…/undo-plan/`)
+    would do: the invocations it would revert, the later ones in the way, and each changed field
+    before → after → now. Computed without changing anything; the confirm dialog shows it."""
 
     @extend_schema(
         summary="What the revert would do, computed without changing anything",
@@ -173,7 +174,7 @@ class RevertPlanView(ApiView):
             campaign_id=campaign_id,
             user=request.user,
             ip=client_ip(request),
-            cascade=query.validated_data.get("cascade", False),
+            cascade=query.validated_data["cascade"],
             **target,
         )
         return Response(s.PlanSerializer(plan).data)

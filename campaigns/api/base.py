@@ -24,7 +24,8 @@ class JsonOnly:
 
 
 class ApiView(JsonOnly, APIView):
-    pass
+    """A JSON endpoint; subclasses say in their docstring who may call it (it becomes the
+    operation's description in the OpenAPI schema)."""
 
 
 class ApiListView(JsonOnly, generics.ListAPIView):
@@ -89,10 +90,8 @@ class ResultsPagination(CursorPagination):
         not a database error."""
         cursor = super().decode_cursor(request)
         if cursor is not None and cursor.position is not None:
-            ordering = self.ordering if isinstance(self.ordering, str) else self.ordering[0]
-            field = self._model._meta.get_field(ordering.lstrip("-"))
             try:
-                field.to_python(cursor.position)
+                self._position_field.to_python(cursor.position)
             except (DjangoValidationError, ValueError, TypeError, OverflowError) as exc:
                 raise NotFound(self.invalid_cursor_message) from exc
         return cursor
@@ -118,7 +117,8 @@ class ResultsPagination(CursorPagination):
         return parameters
 
     def paginate_queryset(self, queryset: Any, request: Request, view: Any = None) -> Any:
-        self._model = queryset.model
+        ordering = self.ordering if isinstance(self.ordering, str) else self.ordering[0]
+        self._position_field = queryset.model._meta.get_field(ordering.lstrip("-"))
         return super().paginate_queryset(queryset, request, view)
 
     def get_paginated_response(self, data: list[Any]) -> Response:

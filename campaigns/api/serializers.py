@@ -95,8 +95,8 @@ class TurnCreateInput(StrictSerializer):
     message = serializers.CharField(max_length=MESSAGE_MAX)
     run_gm = serializers.BooleanField(
         default=True,
-        help_text="Run the configured GM on the turn. Until a GM provider is configured the "
-        "turn records the player's message only.",
+        help_text="Run the configured GM (GM_PROVIDER) on the turn before answering; false "
+        "records the player's message only.",
     )
 
 

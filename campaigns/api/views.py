@@ -12,6 +12,7 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from ai_tools.gm.services import gm_turn_run
 from audit.permissions import recording_denials
 from campaigns import services
 from campaigns.api import serializers as s
@@ -218,7 +219,7 @@ class TurnListView(ApiListView):
         return super().get(request, *args, **kwargs)
 
     @extend_schema(
-        summary="Post a player's message as a new turn",
+        summary="Post a player's message as a new turn; the GM answers it unless run_gm is false",
         request=s.TurnCreateInput,
         responses={201: s.TurnSerializer, **error_responses(403)},
     )
@@ -228,6 +229,8 @@ class TurnListView(ApiListView):
             require_member(campaign=campaign, user=request.user, action="turn_create")
         data = validated(s.TurnCreateInput, request.data)
         turn = services.turn_create(campaign=campaign, actor=request.user, message=data["message"])
+        if data["run_gm"]:
+            gm_turn_run(turn=turn)
         return Response(
             s.TurnSerializer(turn_get(campaign=campaign, turn_id=turn.pk)).data,
             status=status.HTTP_201_CREATED,

@@ -4,6 +4,7 @@ import pytest
 
 from audit.models import ToolInvocation
 from audit.services import invocation_dispatch
+from campaigns.services import turn_create
 from tests.api.conftest import campaign_url, dump, log_dump, play_turn
 
 pytestmark = pytest.mark.django_db
@@ -146,3 +147,26 @@ def test_a_plan_with_a_bad_cascade_value_is_400(world, as_player, played):
         campaign_url(world, f"turns/{played.turn.pk}/undo-plan/?cascade=maybe")
     )
     assert response.status_code == 400
+
+
+def test_ids_of_another_campaign_are_404_for_revert_undo_and_plans(world, as_owner):
+    elsewhere = world.foreign.campaign
+    foreign_turn = turn_create(campaign=elsewhere, actor=world.outsider, message="Hello.")
+    foreign = invocation_dispatch(
+        campaign=elsewhere,
+        actor=world.outsider,
+        turn=foreign_turn,
+        tool_name="set_scene",
+        input={"description": "Theirs."},
+    )
+    requests = [
+        ("post", f"invocations/{foreign.pk}/revert/"),
+        ("get", f"invocations/{foreign.pk}/revert-plan/"),
+        ("post", f"turns/{foreign_turn.pk}/undo/"),
+        ("get", f"turns/{foreign_turn.pk}/undo-plan/"),
+    ]
+    for method, tail in requests:
+        response = getattr(as_owner, method)(campaign_url(world, tail), format="json")
+        assert response.status_code == 404, tail
+        assert response.json() == {"detail": "Not found."}
+    assert ToolInvocation.objects.get(pk=foreign.pk).status == "committed"

@@ -13,7 +13,9 @@ def test_posting_a_message_opens_a_turn_of_the_caller(
 ):
     with django_capture_on_commit_callbacks(execute=True):
         response = as_player.post(
-            campaign_url(world, "turns/"), {"message": "I search the altar."}, format="json"
+            campaign_url(world, "turns/"),
+            {"message": "I search the altar.", "run_gm": False},
+            format="json",
         )
     assert response.status_code == 201
     body = response.json()
