@@ -183,9 +183,15 @@ def test_an_undone_turn_leaves_a_note_instead_of_its_messages(world: World, play
     html = page(player_client, world)
     assert '<p class="text">I attack the goblin</p>' not in html
     assert "The goblin falls." not in html
-    assert "player’s turn was undone by player: “wrong target”" in html
+    assert "↶ player undid their turn: “wrong target”" in html
     assert "7 / 7" in card(html, world.goblin)
     assert 'class="undo"' not in html
+
+
+def test_a_turn_undone_by_someone_else_names_who_undid_it(world: World, player_client: Client):
+    turn = gm_turn(world, "I attack the goblin")
+    turn_undo(campaign_id=world.campaign.pk, turn_id=turn.pk, user=world.owner)
+    assert "↶ player’s turn was undone by owner</p>" in page(player_client, world)
 
 
 def test_feed_fragment_serves_one_turn_or_the_whole_feed_with_its_event_number(
