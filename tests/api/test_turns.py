@@ -28,14 +28,6 @@ def test_posting_a_message_opens_a_turn_of_the_caller(
     assert [e["type"] for e in events] == ["message_created"]
 
 
-def test_run_gm_false_records_the_message_only(world, as_player):
-    response = as_player.post(
-        campaign_url(world, "turns/"), {"message": "Just talking.", "run_gm": False}, format="json"
-    )
-    assert response.status_code == 201
-    assert len(response.json()["messages"]) == 1
-
-
 def test_the_list_is_newest_first_with_messages_and_invocation_summaries(world, as_owner):
     first = play_turn(world, moves=2)
     second = play_turn(world, actor=world.owner, moves=1)
