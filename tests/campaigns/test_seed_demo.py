@@ -1,0 +1,81 @@
+"""`manage.py seed_demo`: a living table, printed logins that work, and no duplicates."""
+
+import io
+import re
+
+import pytest
+from django.contrib.auth import authenticate
+from django.contrib.auth.models import User
+from django.core.management import CommandError, call_command
+
+from campaigns.models import Campaign, Creature, InventoryItem, Resource
+from campaigns.selectors import campaign_state
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def development(settings):
+    """Tests run with DEBUG off; the demo belongs to a development server."""
+    settings.DEBUG = True
+
+
+def seed(**options) -> str:
+    out = io.StringIO()
+    call_command("seed_demo", stdout=out, **options)
+    return out.getvalue()
+
+
+def test_seeds_a_living_table_whose_printed_logins_work():
+    output = seed()
+
+    logins = re.findall(r"^  (\w+) +(\S+-at-the-keep) ", output, re.MULTILINE)
+    assert [user for user, _ in logins] == ["gm", "alice", "bob", "carol"]
+    for username, password in logins:
+        assert authenticate(username=username, password=password) is not None
+    campaign = Campaign.objects.get(name="The Sunken Keep")
+    assert f"/campaigns/{campaign.pk}/" in output
+    state = campaign_state(campaign)
+    assert {m["role"] for m in state["members"]} == {"owner", "player"}
+    assert len(state["members"]) == 4
+    pcs = Creature.objects.filter(campaign=campaign, kind="pc")
+    assert {pc.controlled_by.username for pc in pcs} == {"alice", "bob", "carol"}
+    for pc in pcs:
+        assert Resource.objects.filter(creature=pc).exists()
+        assert InventoryItem.objects.filter(creature=pc).exists()
+    assert Creature.objects.filter(campaign=campaign, kind="monster").count() == 4
+    assert [c["title"] for c in state["chapters"]][0] == "The Drowned Gate"
+    assert state["campaign"]["current_chapter"] == state["chapters"][0]["id"]
+    assert state["campaign"]["active_dungeon"] == state["dungeons"][0]["id"]
+    assert state["campaign"]["scene"]
+
+
+def test_running_twice_changes_nothing_and_prints_the_same_logins():
+    first = seed()
+    campaign = Campaign.objects.get()
+    before = campaign_state(campaign)
+
+    second = seed()
+
+    assert Campaign.objects.count() == 1
+    assert campaign_state(campaign) == before
+    assert "Already seeded" in second
+    assert first.splitlines()[1:] == second.splitlines()[1:]
+
+
+def test_a_changed_demo_password_is_put_back():
+    seed()
+    alice = User.objects.get(username="alice")
+    alice.set_password("something-else")
+    alice.save()
+    seed()
+    assert authenticate(username="alice", password="alice-at-the-keep") is not None
+
+
+def test_refuses_with_debug_off_unless_forced(settings):
+    settings.DEBUG = False
+    with pytest.raises(CommandError, match="published passwords"):
+        seed()
+    assert not Campaign.objects.exists()
+    seed(force=True)
+    assert Campaign.objects.count() == 1
