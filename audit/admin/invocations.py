@@ -197,9 +197,10 @@ class ToolInvocationAdmin(ReadOnlyLogAdmin):
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet, search_term: str
     ) -> tuple[QuerySet, bool]:
-        """Each word is resolved to ids through small tables or the tool index first, so the
-        log itself is only read through its indexes: an id finds the invocation or the calls of
-        that campaign; a word matches campaign names, actor usernames and tool names."""
+        """Each word is first resolved to ids in the small tables (campaigns, users) and the
+        tool index, so the log itself is only read through its indexes: an id finds the
+        invocation or the calls of that campaign; a word matches campaign names, actor
+        usernames and tool names."""
         for word in search_term.split():
             queryset = queryset.filter(self._word_query(word))
         return queryset, False
@@ -208,10 +209,12 @@ class ToolInvocationAdmin(ReadOnlyLogAdmin):
         try:
             exact = uuid.UUID(word)
         except ValueError:
+            campaigns = Campaign.objects.filter(name__icontains=word).values_list("pk", flat=True)
+            users = get_user_model().objects.filter(username__icontains=word)
             tools = [t for t in distinct_values(ToolInvocation, "tool_name") if word.lower() in t]
             return (
-                Q(campaign__in=Campaign.objects.filter(name__icontains=word).values("pk"))
-                | Q(user__in=get_user_model().objects.filter(username__icontains=word).values("pk"))
+                Q(campaign_id__in=list(campaigns))
+                | Q(user_id__in=list(users.values_list("pk", flat=True)))
                 | Q(tool_name__in=tools)
             )
         return Q(pk=exact) | Q(campaign_id=exact)
