@@ -203,7 +203,7 @@ class DungeonCreateView(ApiView):
 @extend_schema(tags=["turns"])
 class TurnListView(ApiListView):
     """Turns, newest first, each with its chat messages and a summary of its tool calls;
-    posting a message opens a new turn for the caller."""
+    posting a message opens a new turn for the caller, which the configured GM answers."""
 
     serializer_class = s.TurnSerializer
     pagination_class = TurnPagination
