@@ -105,7 +105,18 @@ if os.environ.get("REDIS_URL"):
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [os.environ["REDIS_URL"]], "capacity": 1000, "expiry": 30},
+            "CONFIG": {
+                # redis-py caps a pool at 100 connections and raises past that; one worker's
+                # burst of joins or leaves (a room reconnecting at once) needs more.
+                "hosts": [
+                    {
+                        "address": os.environ["REDIS_URL"],
+                        "max_connections": int(os.environ.get("REDIS_MAX_CONNECTIONS", "1000")),
+                    }
+                ],
+                "capacity": 1000,
+                "expiry": 30,
+            },
         }
     }
 else:
