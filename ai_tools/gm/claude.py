@@ -57,7 +57,7 @@ class AnthropicProvider(GMProvider):
         try:
             self._converse(session)
         except anthropic.APIStatusError as exc:
-            raise GMError(f"the Claude API answered {exc.status_code}: {_message(exc)}") from exc
+            raise GMError(_describe(exc)) from exc
         except anthropic.APIConnectionError as exc:
             raise GMError(f"the Claude API could not be reached ({exc.message}).") from exc
         except anthropic.APIError as exc:
@@ -90,10 +90,14 @@ class AnthropicProvider(GMProvider):
         raise GMError(f"the model was still calling tools after {MAX_ROUNDS} rounds.")
 
 
-def _message(exc: anthropic.APIStatusError) -> str:
+def _describe(exc: anthropic.APIStatusError) -> str:
+    """The API's own error type and message; an error event inside a 200 stream is said to
+    come mid-stream rather than with a misleading status."""
     body = exc.body if isinstance(exc.body, dict) else {}
     error = body.get("error") if isinstance(body.get("error"), dict) else {}
-    return str(error.get("message") or exc.message)
+    kind = error.get("type") or "error"
+    where = f"{exc.status_code} {kind}" if exc.status_code >= 400 else f"{kind} mid-stream"
+    return f"the Claude API reported {where}: {error.get('message') or exc.message}"
 
 
 def _params(blocks: list[Any]) -> list[dict[str, Any]]:

@@ -52,7 +52,8 @@ def _failure_reason(turn: Turn, exc: Exception) -> str:
     a bug in our code and logged with its traceback."""
     if isinstance(exc, GMError):
         logger.warning("GM turn %s failed: %s", turn.pk, exc)
-        return str(exc)
+        reason = str(exc).strip()
+        return reason if reason.endswith((".", "!", "?")) else reason + "."
     logger.exception("GM turn %s crashed", turn.pk)
     return f"the GM ran into an internal error ({type(exc).__name__})."
 

@@ -136,7 +136,8 @@ def test_an_api_error_ends_the_turn_with_a_clear_system_message(world, claude, p
 
     assert turn.status == Turn.Status.FAILED
     assert system_note(turn) == (
-        "The GM could not finish this turn: the Claude API answered 529: Overloaded"
+        "The GM could not finish this turn: the Claude API reported 529 overloaded_error: "
+        "Overloaded."
     )
     assert of_turn(events, turn)[-1]["data"]["status"] == "failed"
 
@@ -149,7 +150,10 @@ def test_an_error_in_the_middle_of_the_stream_keeps_what_was_said(world, claude,
 
     assert turn.status == Turn.Status.FAILED
     assert reply(turn) == "Thorin lunges. \n\nThe goblin"
-    assert system_note(turn).endswith("Its tool calls so far are in the log and can be undone.")
+    assert system_note(turn) == (
+        "The GM could not finish this turn: the Claude API reported overloaded_error "
+        "mid-stream: Overloaded. Its tool calls so far are in the log and can be undone."
+    )
     assert ToolInvocation.objects.get(turn=turn).status == "committed"
 
 
