@@ -92,8 +92,13 @@ class WriteTool:
         restored = entities.restore_many(ctx.campaign, snapshot["entities"])
         return {"restored": restored}
 
+    def summary(self, data: Any) -> str:
+        """One line for people (plan dialog, admin, GM context). A failed call may carry input
+        its tool cannot describe (that is why it failed): then just the tool's name."""
+        return self.name if self.validate(data) else self.summarize(data)
+
     def summarize(self, data: dict[str, Any]) -> str:
-        """One line for people: the plan dialog and the admin list show it."""
+        """The tool's own one-line description of valid input; tools override it."""
         args = ", ".join(f"{k}={v}" for k, v in sorted(data.items()))
         return f"{self.name}({args})"
 

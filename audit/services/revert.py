@@ -166,7 +166,7 @@ def revert_plan(
                 {
                     "id": str(r.pk),
                     "tool_name": r.tool_name,
-                    "summary": _summary(r),
+                    "summary": registry.write_tool(r.tool_name).summary(r.input),
                     "skip_reason": None,
                 }
                 for r in chain
@@ -175,7 +175,7 @@ def revert_plan(
                 {
                     "id": str(r.pk),
                     "tool_name": r.tool_name,
-                    "summary": _summary(r),
+                    "summary": registry.write_tool(r.tool_name).summary(r.input),
                     "skip_reason": skip_reason(r),
                 }
                 for r in sorted(rows, key=lambda r: -r.sequence)
@@ -184,12 +184,6 @@ def revert_plan(
             "conflicts": [] if cascade else [str(r.pk) for r in later],
             "diff": _diff(campaign, chain),
         }
-
-
-def _summary(row: ToolInvocation) -> str:
-    """A failed call may carry input its tool cannot describe (that is why it failed)."""
-    tool = registry.write_tool(row.tool_name)
-    return tool.name if tool.validate(row.input) else tool.summarize(row.input)
 
 
 def _lock_invocation(campaign_id: Any, invocation_id: Any, user: Any):
