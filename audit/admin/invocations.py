@@ -26,6 +26,7 @@ from audit.admin.filters import (
 )
 from audit.admin.pagination import EstimatedCountPaginator
 from audit.admin.reverting import (
+    DENIED,
     LogReaderMixin,
     Outcome,
     RevertForm,
@@ -106,6 +107,7 @@ class ToolInvocationAdmin(ReadOnlyLogAdmin):
     show_full_result_count = False
     show_facets = admin.ShowFacets.NEVER
     actions = ["revert_selected"]
+    bulk_limit = 500
     fieldsets = (
         (
             "Call",
@@ -257,11 +259,7 @@ class ToolInvocationAdmin(ReadOnlyLogAdmin):
                 request, campaign_id=row.campaign_id, invocation_id=row.pk, cascade=cascade
             )
         except (Forbidden, NotFound):
-            self.message_user(
-                request,
-                f"{display.label(row)}: you may not revert in this campaign.",
-                level="error",
-            )
+            self.message_user(request, f"{display.label(row)}: {DENIED}.", level="error")
             return redirect(display.change_url(row.pk))
         return confirmation_page(
             request,
@@ -278,10 +276,18 @@ class ToolInvocationAdmin(ReadOnlyLogAdmin):
     @admin.action(description="Revert selected tool invocations")
     def revert_selected(self, request: HttpRequest, queryset: QuerySet) -> TemplateResponse | None:
         """Newest first, so a later call that depends on an earlier selected one is reverted
-        before it and no conflict arises between them. One message per row."""
+        before it and no conflict arises between them. One message per row, so at most
+        `bulk_limit` rows at a time ("select all" on a log of millions is refused)."""
         rows = list(
-            queryset.defer(None).select_related("campaign").order_by("-created_at", "-sequence")
+            queryset.defer(None)
+            .select_related("campaign")
+            .order_by("-created_at", "-sequence")[: self.bulk_limit + 1]
         )
+        if len(rows) > self.bulk_limit:
+            self.message_user(
+                request, f"Select at most {self.bulk_limit} invocations to revert.", "error"
+            )
+            return None
         form = RevertForm(request.POST if "confirm" in request.POST else None)
         if not form.is_valid():
             context = {

@@ -5,6 +5,7 @@ from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.auth.models import Permission
 
 from ai_tools import registry
+from audit.admin import ToolInvocationAdmin
 from audit.models import ToolInvocation
 from audit.services import invocation_revert
 from tests.admin.conftest import CHANGELIST, call, change_url, messages_of, move, revert_url
@@ -110,3 +111,11 @@ def test_staff_without_the_revert_permission_reverts_nothing(client, mix):
     response = select(client, [mix["committed"], mix["later"]], confirm="yes", reason="x")
     assert [level for level, _ in messages_of(response)] == ["error", "error"]
     assert ToolInvocation.objects.filter(status="reverted").count() == 1
+
+
+def test_more_rows_than_the_bulk_limit_are_refused(staff_client, world, monkeypatch):
+    monkeypatch.setattr(ToolInvocationAdmin, "bulk_limit", 2)
+    rows = [move(world, x) for x in range(3)]
+    response = select(staff_client, rows, confirm="yes", reason="all of it")
+    assert messages_of(response) == [("error", "Select at most 2 invocations to revert.")]
+    assert not ToolInvocation.objects.filter(status="reverted").exists()
