@@ -40,13 +40,11 @@ def tier_badge(tier: str) -> SafeString:
 
 
 def summary(row: ToolInvocation) -> str:
-    """The tool's one-line description of the call. A failed call may carry input its tool
-    cannot describe (that is why it failed); it is then shown by name."""
+    """The tool's one-line description of the call; a tool since removed is named only."""
     try:
-        tool = registry.write_tool(row.tool_name)
-    except InvalidInput:  # a tool since removed from the registry
+        return registry.write_tool(row.tool_name).summary(row.input)
+    except InvalidInput:
         return row.tool_name
-    return tool.name if tool.validate(row.input) else tool.summarize(row.input)
 
 
 def label(row: ToolInvocation) -> str:
