@@ -34,8 +34,10 @@ def _application():
 
 
 @pytest.fixture
-def asgi_server(transactional_db) -> Iterator[str]:
-    """The whole app (HTTP, websockets, static files) on a free localhost port."""
+def asgi_server(transactional_db, settings) -> Iterator[str]:
+    """The whole app (HTTP, websockets, static files) on a free localhost port, answering
+    turns with the scripted GM whatever the environment says."""
+    settings.GM_PROVIDER = "scripted"
     connections.close_all()  # the child must not share this process's database sockets
     process = DaphneProcess(host="127.0.0.1", get_application=_application)
     process.start()

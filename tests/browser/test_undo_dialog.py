@@ -1,0 +1,92 @@
+"""The undo dialog when undo is not simple: a right revoked meanwhile, later work in the way."""
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from ai_tools.gm.services import gm_turn_run
+from audit.models import SecurityEvent, ToolInvocation
+from audit.services import invocation_dispatch
+from campaigns.models import Creature, Turn
+from campaigns.services import membership_add, turn_create
+from tests.browser.support import (
+    chromium,
+    outside_the_browser_loop,
+    screenshot,
+    signed_in_page,
+)
+from tests.conftest import World
+
+pytestmark = pytest.mark.browser
+
+
+def attack(world: World) -> Turn:
+    """The player's finished turn: the scripted GM hits the goblin."""
+    return gm_turn_run(turn=world.turn(message="I attack the goblin"))
+
+
+def open_table(page: Page, world: World) -> None:
+    page.goto(f"/campaigns/{world.campaign.pk}/")
+    expect(page.locator("#live")).to_have_attribute("data-state", "open")
+
+
+def test_a_co_gm_whose_right_was_revoked_is_told_plainly(live_world: World, asgi_server: str):
+    world = live_world
+    turn = attack(world)
+    hp = Creature.objects.get(pk=world.goblin.pk).hp
+    with chromium() as browser:
+        cogm = signed_in_page(browser, asgi_server, world.cogm.username)
+        open_table(cogm, world)
+        undo = cogm.get_by_role("button", name="Undo this turn")
+        expect(undo).to_be_visible()
+        outside_the_browser_loop(  # the owner takes the right back while the page is open
+            lambda: membership_add(campaign=world.campaign, username=world.cogm.username)
+        )
+        undo.click()
+        dialog = cogm.locator("#undo-dialog")
+        expect(dialog.get_by_role("alert")).to_have_text(
+            "Only the player who took this turn, the campaign owner or a co-GM can undo it. "
+            "Ask one of them."
+        )
+        expect(dialog.get_by_role("button", name="Undo turn")).to_be_disabled()
+    assert Creature.objects.get(pk=world.goblin.pk).hp == hp
+    assert SecurityEvent.objects.filter(user=world.cogm, target=f"turn:{turn.pk}").exists()
+
+
+def test_later_work_in_the_way_is_listed_and_undone_with_cascade(
+    live_world: World, asgi_server: str
+):
+    world = live_world
+    first = attack(world)
+    running = turn_create(campaign=world.campaign, actor=world.other, message="Me too!")
+    invocation_dispatch(
+        campaign=world.campaign,
+        actor=world.other,
+        tool_name="modify_creature",
+        input={"creature_id": world.goblin.pk, "hp_delta": -1},
+        turn=running,
+    )
+    Turn.objects.filter(pk=running.pk).update(status=Turn.Status.RUNNING)  # the GM is mid-turn
+    goblin_hp = f'[data-creature="{world.goblin.pk}"] .hp-text'
+    with chromium() as browser:
+        owner = signed_in_page(browser, asgi_server, world.owner.username)
+        open_table(owner, world)
+        owner.get_by_role("button", name="Undo this turn").click()
+        dialog = owner.locator("#undo-dialog")
+        conflicts = dialog.locator(".undo-conflicts")
+        expect(conflicts).to_contain_text("modify_creature — Goblin: HP -1")
+        confirm = dialog.get_by_role("button", name="Undo turn")
+        expect(confirm).to_be_disabled()
+
+        conflicts.get_by_label("Also undo those later tool calls").check()
+        expect(dialog.locator(".undo-calls")).to_contain_text("Goblin: HP -1 (later turn)")
+        expect(dialog.locator(".undo-changes")).to_contain_text("→ 7")
+        expect(confirm).to_be_enabled()
+        screenshot(owner, "undo-dialog-cascade.png")
+        confirm.click()
+        expect(dialog).to_be_hidden()
+        expect(owner.locator(goblin_hp)).to_have_text("7 / 7")
+        expect(owner.locator(f'[data-turn="{first.pk}"] .undo-note')).to_be_visible()
+    statuses = ToolInvocation.objects.filter(turn__in=[first, running]).values_list(
+        "status", flat=True
+    )
+    assert set(statuses) == {ToolInvocation.Status.REVERTED}
