@@ -59,6 +59,9 @@ class ToolInvocation(models.Model):
         related_name="+",
     )
     revert_reason = models.TextField(blank=True, default="")
+    # Tamper evidence (audit/chain.py): sha256 over the immutable fields and the previous row's.
+    prev_hash = models.CharField(max_length=64, blank=True, default="")
+    row_hash = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:
         ordering = ["-sequence"]

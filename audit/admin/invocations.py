@@ -136,6 +136,10 @@ class ToolInvocationAdmin(ReadOnlyLogAdmin):
             {"fields": ("entity_diff", "snapshot_json", "post_state_json", "write_set_json")},
         ),
         ("Broadcast", {"classes": ("collapse",), "fields": ("broadcast_json",)}),
+        (
+            "Tamper evidence (manage.py verify_log)",
+            {"classes": ("collapse",), "fields": ("prev_hash", "row_hash")},
+        ),
     )
     readonly_fields = [name for _, section in fieldsets for name in section["fields"]]
 

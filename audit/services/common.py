@@ -12,12 +12,12 @@ def campaign_lock(campaign_id: Any) -> Campaign:
     return Campaign.objects.select_for_update().get(pk=campaign_id)
 
 
-def next_sequence(campaign_id: Any) -> int:
-    """The campaign's next log sequence number. Assumes the campaign lock is held."""
+def chain_position(campaign_id: Any) -> tuple[int, str]:
+    """The next log sequence number and the hash it links to. Assumes the campaign lock."""
     last = (
         ToolInvocation.objects.filter(campaign_id=campaign_id)
         .order_by("-sequence")
-        .values_list("sequence", flat=True)
+        .values_list("sequence", "row_hash")
         .first()
     )
-    return (last or 0) + 1
+    return (last[0] + 1, last[1]) if last else (1, "")

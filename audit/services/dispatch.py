@@ -9,8 +9,9 @@ from django.utils import timezone
 
 from ai_tools import entities, registry
 from ai_tools.base import ToolContext, ToolError, WriteTool
+from audit.chain import seal
 from audit.models import ToolInvocation, WriteSetEntry
-from audit.services.common import campaign_lock, next_sequence
+from audit.services.common import campaign_lock, chain_position
 from campaigns.errors import AuditLogFailure
 from campaigns.models import Campaign, Turn
 from campaigns.realtime import broadcast_on_commit, event
@@ -67,9 +68,14 @@ def invocation_dispatch(
 def _insert_log_row(fields: dict[str, Any], **extra: Any) -> ToolInvocation:
     """Fail-closed: no log row, no tool call (the caller's transaction rolls back)."""
     try:
-        return ToolInvocation.objects.create(
-            sequence=next_sequence(fields["campaign_id"]), **fields, **extra
+        sequence, prev_hash = chain_position(fields["campaign_id"])
+        row = ToolInvocation.objects.create(
+            sequence=sequence, prev_hash=prev_hash, **fields, **extra
         )
+        if row.status == ToolInvocation.Status.FAILED:
+            seal(row)
+            row.save(update_fields=["row_hash"])
+        return row
     except Exception as exc:
         logger.exception("audit log insert failed for %s", fields["tool_name"])
         raise AuditLogFailure() from exc
@@ -158,6 +164,7 @@ def _commit(
         for k, fields in post_state.items()
     ]
     row.broadcast_events = broadcast_on_commit(row.campaign_id, events)
+    seal(row)
     row.save()
     WriteSetEntry.objects.bulk_create(
         WriteSetEntry(
