@@ -67,7 +67,7 @@ def board(state: dict[str, Any], people: dict[int, str]) -> dict[str, Any]:
     for row in state["resources"]:
         resources[row["creature_id"]].append({**row, "label": row["name"].replace("_", " ")})
     for row in state["items"]:
-        items[row["creature_id"]].append(row)
+        items[row["creature_id"]].append({**row, "label": row["name"].replace("_", " ")})
     cards = [
         {
             **c,
@@ -97,15 +97,18 @@ def _combat(state: dict[str, Any]) -> dict[str, Any] | None:
     encounter = next((e for e in state["encounters"] if e["id"] == active), None)
     if encounter is None:
         return None
-    names = {c["id"]: c["name"] for c in state["creatures"]}
+    creatures = {c["id"]: c for c in state["creatures"]}
     return {
         "round": encounter["round"],
         "order": [
             {
                 "creature_id": slot["creature_id"],
-                "name": names.get(slot["creature_id"], "(gone)"),
+                "name": creatures[slot["creature_id"]]["name"]
+                if slot["creature_id"] in creatures
+                else "(gone)",
                 "initiative": slot.get("initiative"),
                 "current": index == encounter["turn_index"],
+                "down": creatures.get(slot["creature_id"], {"hp": 0})["hp"] <= 0,
             }
             for index, slot in enumerate(encounter["order"])
         ],

@@ -169,7 +169,9 @@ function creatureCard(c) {
       h("span", { class: "res-value" }, `${r.current}/${r.maximum}`),
     ),
   );
-  fillList($(".items", card), itemsOf(c), (item) => h("li", {}, `${item.name} ×${item.quantity}`));
+  fillList($(".items", card), itemsOf(c), (item) =>
+    h("li", {}, `${item.name.replaceAll("_", " ")} ×${item.quantity}`),
+  );
   return card;
 }
 
@@ -206,15 +208,19 @@ function renderCombat() {
     body.replaceChildren(h("p", { class: "quiet" }, "No fight right now. The dice rest."));
     return;
   }
-  const names = new Map(state.creatures.map((c) => [c.id, c.name]));
+  const creatures = new Map(state.creatures.map((c) => [c.id, c]));
   const order = encounter.order.map((slot, index) => {
+    const creature = creatures.get(slot.creature_id);
     const current = index === encounter.turn_index;
-    return h(
+    const classes = [current && "current", !(creature?.hp > 0) && "down"].filter(Boolean);
+    const item = h(
       "li",
-      current ? { class: "current", "aria-current": "true" } : {},
+      { class: classes.join(" "), dataset: { creature: slot.creature_id } },
       h("span", { class: "init" }, String(slot.initiative ?? "–")),
-      h("span", { class: "combatant" }, names.get(slot.creature_id) ?? "(gone)"),
+      h("span", { class: "combatant" }, creature?.name ?? "(gone)"),
     );
+    if (current) item.setAttribute("aria-current", "true");
+    return item;
   });
   body.replaceChildren(
     h("p", { class: "round" }, "Round ", h("strong", {}, String(encounter.round))),

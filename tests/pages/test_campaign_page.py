@@ -69,6 +69,9 @@ def test_page_draws_party_and_foes_with_hp_bars_and_conditions(world: World, pla
     dispatch(
         world, "modify_creature", {"creature_id": world.goblin.pk, "add_conditions": ["prone"]}
     )
+    dispatch(
+        world, "give_item", {"creature_id": world.hero.pk, "item": "healing_potion", "quantity": 2}
+    )
     html = page(player_client, world)
 
     thorin = card(html, world.hero)
@@ -76,6 +79,7 @@ def test_page_draws_party_and_foes_with_hp_bars_and_conditions(world: World, pla
     assert 'style="width: 83%"' in thorin and "band-ok" in thorin
     assert "played by player" in thorin
     assert '<span class="res-name">spell slot</span> <span class="res-value">1/3</span>' in thorin
+    assert "<li>healing potion ×2</li>" in thorin
 
     goblin = card(html, world.goblin)
     assert "2 / 7" in goblin and 'style="width: 29%"' in goblin
@@ -120,8 +124,10 @@ def test_combat_tracker_shows_round_order_and_who_is_acting(world: World, player
         },
     )
     dispatch(world, "advance_turn", {})
+    dispatch(world, "modify_creature", {"creature_id": world.hero.pk, "set_hp": 0})
     html = page(player_client, world)
     assert "Round <strong>1</strong>" in html
+    assert re.search(rf'<li class="down" data-creature="{world.hero.pk}">', html)
     order = re.findall(r'<span class="init">(\d+)</span><span class="combatant">(\w+)</span>', html)
     assert order == [("17", "Thorin"), ("12", "Goblin")]
     current = re.search(r'<li class="current"[^>]*>(.*?)</li>', html).group(1)
