@@ -1,6 +1,6 @@
 """People's pages (SPEC §8): sign-up, the campaign list and the live campaign page.
 
-Views validate, call one selector or service, and render. Everything that changes the game goes
+Views validate, call one selector or service, and render. Play itself (messages, undo) goes
 through the REST API from the page's script, so the browser and API clients share one path.
 """
 
