@@ -12,7 +12,7 @@ def test_turn_with_a_malformed_failed_call_renders(world: World, player_client: 
         campaign=world.campaign,
         actor=world.player,
         tool_name="modify_creature",
-        input={"creature_id": "goblin"},
+        input={"hp_delta": "lots"},
         turn=turn,
     )
     assert row.status == "failed"
