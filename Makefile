@@ -12,8 +12,10 @@ $(BIN)/.installed: requirements.txt requirements-dev.txt
 .PHONY: install run test lint bench
 install: $(BIN)/.installed
 
+# Daphne's runserver (daphne is first in INSTALLED_APPS) serves HTTP and the websockets.
 run: install
 	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py seed_demo
 	$(BIN)/python manage.py runserver 127.0.0.1:8000
 
 test: install
@@ -27,5 +29,9 @@ lint: install
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
+# Benchmarks (PostgreSQL on 127.0.0.1:5432, Redis on 6379; each makes a database of its own).
 bench: install
 	$(BIN)/python bench/dispatch_overhead.py
+	$(BIN)/python bench/undo_scale.py
+	REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:6379/4} $(BIN)/python bench/ws_fanout.py
+	$(BIN)/python bench/admin_changelist.py
