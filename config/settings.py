@@ -59,6 +59,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # The app serves its own assets (no CDN), in production too, where runserver does not.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -142,8 +144,11 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
-STATICFILES_DIRS = [BASE_DIR / "static"] if (BASE_DIR / "static").is_dir() else []
+# Only for `collectstatic` (e.g. to put assets behind a reverse proxy); the app serves them itself.
+STATIC_ROOT = os.environ.get("DJANGO_STATIC_ROOT") or None
+STATICFILES_DIRS = [BASE_DIR / "static"]
+# Serve straight from the finders, so a deployment without a collectstatic step still works.
+WHITENOISE_USE_FINDERS = True
 
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/campaigns/"

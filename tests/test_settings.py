@@ -38,3 +38,15 @@ def test_production_refuses_to_start_without_a_real_secret_key():
     result = manage("check", DJANGO_DEBUG="0")
     assert result.returncode != 0
     assert "DJANGO_SECRET_KEY must be set" in result.stderr
+
+
+def test_assets_are_served_by_the_app_with_debug_off(client, settings):
+    settings.DEBUG = False
+    for path in (
+        "/static/js/table.js",
+        "/static/css/table.css",
+        "/static/drf_spectacular_sidecar/swagger-ui-dist/swagger-ui-bundle.js",
+    ):
+        response = client.get(path)
+        assert response.status_code == 200, path
+        assert b"".join(response.streaming_content), path
