@@ -1,8 +1,12 @@
 """Running the GM on a player's turn."""
 
 import logging
+from datetime import timedelta
+from typing import Any
 
+from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from ai_tools.gm.base import GMError, GMProvider
 from ai_tools.gm.context import gm_context
@@ -26,6 +30,7 @@ def gm_turn_run(*, turn: Turn, provider: GMProvider | None = None) -> Turn:
     undoable). Call it outside a transaction, or the narration arrives only at commit. Raises
     Conflict if the turn is not open (the GM ran on it already, is running, or it was undone).
     """
+    gm_stale_turns_fail(campaign_id=turn.campaign_id)
     claimed = Turn.objects.filter(
         pk=turn.pk, status=Turn.Status.OPEN, reverted_at__isnull=True
     ).update(status=Turn.Status.RUNNING)
@@ -45,6 +50,21 @@ def gm_turn_run(*, turn: Turn, provider: GMProvider | None = None) -> Turn:
         _finish_failed(turn, session, model=model, reason=_failure_reason(turn, exc))
     turn.refresh_from_db()
     return turn
+
+
+def gm_stale_turns_fail(*, campaign_id: Any = None) -> list[int]:
+    """Fail turns left `running` by a process that died mid-turn (the runner itself never
+    leaves one): older than `GM_TURN_TIMEOUT`, well past the longest a provider may take. Runs
+    before every GM turn of the campaign, and from `manage.py gm_recover_turns` for all."""
+    cutoff = timezone.now() - timedelta(seconds=settings.GM_TURN_TIMEOUT)
+    stale = Turn.objects.filter(status=Turn.Status.RUNNING, created_at__lt=cutoff)
+    if campaign_id is not None:
+        stale = stale.filter(campaign_id=campaign_id)
+    failed = []
+    for turn in stale.order_by("created_at"):
+        _finish_failed(turn, None, model="", reason="the GM stopped answering (it was cut off).")
+        failed.append(turn.pk)
+    return failed
 
 
 def _failure_reason(turn: Turn, exc: Exception) -> str:
@@ -69,6 +89,8 @@ def _finish_completed(turn: Turn, session: TurnSession, *, model: str) -> None:
     with transaction.atomic():
         session.flush()
         current = _lock(turn)
+        if current.status != Turn.Status.RUNNING:
+            return  # failed by the stale-turn sweep while this slow provider was still going
         message = None
         if current.reverted_at is not None:
             # Undone while the GM was speaking: keep the words on record, not in the feed.
@@ -95,7 +117,8 @@ def _finish_completed(turn: Turn, session: TurnSession, *, model: str) -> None:
 
 def _finish_failed(turn: Turn, session: TurnSession | None, *, model: str, reason: str) -> None:
     with transaction.atomic():
-        _lock(turn)
+        if _lock(turn).status != Turn.Status.RUNNING:
+            return  # already ended (e.g. failed by the stale-turn sweep meanwhile)
         if session is not None:
             session.flush()
             if session.text:
