@@ -60,9 +60,10 @@ class ToolContext:
             )
 
 
-class WriteTool:
+class Tool:
+    """What every tool declares for the model: a name, a description and a JSON-schema input."""
+
     name: ClassVar[str] = ""
-    tier: ClassVar[Tier | None] = None
     description: ClassVar[str] = ""
     schema: ClassVar[dict[str, Any] | None] = None
 
@@ -73,6 +74,16 @@ class WriteTool:
             return None
         where = "input" + "".join(f"[{p!r}]" for p in error.absolute_path)
         return f"{where}: {error.message}"
+
+    def spec(self) -> dict[str, Any]:
+        """The tool as a model provider needs it."""
+        return {"name": self.name, "description": self.description, "input_schema": self.schema}
+
+
+class WriteTool(Tool):
+    """A tool that changes the world: audited, tiered by blast radius, and undoable."""
+
+    tier: ClassVar[Tier | None] = None
 
     def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
         """Keys of the existing entities `apply` will write; resolving them validates ids."""
@@ -102,20 +113,9 @@ class WriteTool:
         args = ", ".join(f"{k}={v}" for k, v in sorted(data.items()))
         return f"{self.name}({args})"
 
-    def spec(self) -> dict[str, Any]:
-        """The tool as a model provider needs it."""
-        return {"name": self.name, "description": self.description, "input_schema": self.schema}
 
-
-class ReadTool:
+class ReadTool(Tool):
     """Read-only tools: the model may call them freely; they are not audited as writes."""
-
-    name: ClassVar[str] = ""
-    description: ClassVar[str] = ""
-    schema: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}}
 
     def run(self, ctx: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
         raise ToolError(f"{self.name} cannot run.")
-
-    def spec(self) -> dict[str, Any]:
-        return {"name": self.name, "description": self.description, "input_schema": self.schema}

@@ -8,9 +8,6 @@ directly because they change nothing.
 
 from typing import Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import best_match
-
 from ai_tools import registry
 from ai_tools.base import ReadTool, ToolContext, ToolError
 from ai_tools.gm.base import ToolOutcome
@@ -25,10 +22,6 @@ from campaigns.realtime import broadcast_on_commit, event
 SOURCE = "gm"
 AI_SOURCE = "ai_tool_execution"
 DELTA_MIN_CHARS = 24
-UNDONE = (
-    "This turn was undone by the table while you were answering it. Make no further changes; "
-    "the world is as it was before the turn."
-)
 
 
 class TurnSession:
@@ -72,19 +65,15 @@ class TurnSession:
         return ToolContext(campaign=self.context.campaign, actor=self.turn.actor, turn=self.turn)
 
     def _read(self, tool: ReadTool, input: Any) -> ToolOutcome:
-        error = best_match(Draft202012Validator(tool.schema).iter_errors(input))
-        if error is not None:
-            return ToolOutcome(False, {"error": f"Invalid input: {error.message}"})
+        problem = tool.validate(input)
+        if problem is not None:
+            return ToolOutcome(False, {"error": f"Invalid input: {problem}"})
         try:
             return ToolOutcome(True, tool.run(self._tool_context(), input))
         except ToolError as exc:
             return ToolOutcome(False, {"error": str(exc)})
 
     def _write(self, name: str, input: Any, model: str) -> ToolOutcome:
-        # An undo that lands between this check and the dispatch still reverts cleanly later:
-        # the call is then a committed row of an undone turn, revertible on its own.
-        if Turn.objects.filter(pk=self.turn.pk, reverted_at__isnull=False).exists():
-            return ToolOutcome(False, {"error": UNDONE})
         try:
             row = invocation_dispatch(
                 campaign=self.context.campaign,
@@ -95,7 +84,7 @@ class TurnSession:
                 model=model,
                 source=SOURCE,
             )
-        except AppError as exc:  # an unknown tool, or the audit log failing closed
+        except AppError as exc:  # unknown tool, undone turn, or the audit log failing closed
             return ToolOutcome(False, {"error": exc.detail})
         self.invocations.append(str(row.pk))
         if row.status == ToolInvocation.Status.COMMITTED:

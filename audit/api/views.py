@@ -21,7 +21,6 @@ from audit.permissions import recording_denials
 from campaigns.api.base import ApiListView, ApiView, ResultsPagination, client_ip
 from campaigns.api.errors import error_responses
 from campaigns.api.views import validated, visible_campaign
-from campaigns.errors import Conflict
 
 _STATUS_CODES = {
     ToolInvocation.Status.COMMITTED: status.HTTP_201_CREATED,
@@ -57,8 +56,6 @@ class ToolCallView(ApiView):
         with recording_denials(user=request.user, ip=client_ip(request)):
             authorize_tool_call(user=request.user, campaign=campaign, turn=turn)
         data = validated(s.ToolCallInput, request.data)
-        if turn.reverted_at is not None:
-            raise Conflict("This turn has been undone; post tool calls into a new turn.")
         row = services.invocation_dispatch(
             campaign=campaign,
             actor=turn.actor,

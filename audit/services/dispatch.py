@@ -12,7 +12,7 @@ from ai_tools.base import ToolContext, ToolError, WriteTool
 from audit.chain import seal
 from audit.models import ToolInvocation, WriteSetEntry
 from audit.services.common import campaign_lock, chain_position
-from campaigns.errors import AuditLogFailure
+from campaigns.errors import AuditLogFailure, Conflict
 from campaigns.models import Campaign, Turn
 from campaigns.realtime import broadcast_on_commit, event
 
@@ -39,7 +39,8 @@ def invocation_dispatch(
     The log row, the snapshot and the mutation commit in one transaction under the campaign
     lock, or not at all. If the row cannot be written the tool does not run (AuditLogFailure);
     if the snapshot cannot be taken the tool runs but the row is marked not revertible. A tool
-    error leaves a `failed` row and no mutation. Unknown tool names raise InvalidInput.
+    error leaves a `failed` row and no mutation. Unknown tool names raise InvalidInput; a call
+    into an undone turn raises Conflict.
     """
     tool = registry.write_tool(tool_name)
     row_fields = {
@@ -58,6 +59,7 @@ def invocation_dispatch(
     try:
         with transaction.atomic():
             locked = campaign_lock(campaign.pk)
+            _refuse_if_undone(turn)
             row = _insert_log_row(row_fields, status=ToolInvocation.Status.PENDING)
             _run(tool, ToolContext(campaign=locked, actor=actor, turn=turn), row)
     except _ToolFailed as failure:
@@ -81,9 +83,17 @@ def _insert_log_row(fields: dict[str, Any], **extra: Any) -> ToolInvocation:
         raise AuditLogFailure() from exc
 
 
+def _refuse_if_undone(turn: Turn | None) -> None:
+    """No call joins a turn that was undone. Checked under the campaign lock, which undo holds
+    too, so an undo racing a GM's tool call cannot leave a committed call on an undone turn."""
+    if turn is not None and Turn.objects.filter(pk=turn.pk, reverted_at__isnull=False).exists():
+        raise Conflict("This turn has been undone; no more tool calls can join it.")
+
+
 def _record_failed(fields: dict[str, Any], error: str) -> ToolInvocation:
     with transaction.atomic():
         campaign_lock(fields["campaign_id"])
+        _refuse_if_undone(fields["turn"])
         return _insert_log_row(fields, status=ToolInvocation.Status.FAILED, error=error)
 
 

@@ -1,7 +1,10 @@
 """The audited dispatch: one row per call, written with the mutation, broadcast after commit."""
 
+import pytest
+
 from audit.models import ToolInvocation, WriteSetEntry
-from audit.services import invocation_dispatch
+from audit.services import invocation_dispatch, turn_undo
+from campaigns.errors import Conflict
 from campaigns.models import Creature
 
 
@@ -116,3 +119,19 @@ def test_spawned_creature_is_in_the_write_set(world):
     created = Creature.objects.get(name="Rat")
     assert row.write_set == [f"creature:{created.pk}"]
     assert row.revert_snapshot["entities"] == {f"creature:{created.pk}": None}
+
+
+def test_no_call_joins_an_undone_turn(world):
+    turn = world.turn()
+    turn_undo(campaign_id=world.campaign.pk, turn_id=turn.pk, user=world.player)
+    for data in ({"creature_id": world.goblin.pk, "hp_delta": -1}, {"creature_id": "bad"}):
+        with pytest.raises(Conflict, match="This turn has been undone"):
+            invocation_dispatch(
+                campaign=world.campaign,
+                actor=world.player,
+                turn=turn,
+                tool_name="modify_creature",
+                input=data,
+            )
+    assert not ToolInvocation.objects.exists()
+    assert Creature.objects.get(pk=world.goblin.pk).hp == 7
