@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 
 from audit.models import ToolInvocation
-from audit.services import invocation_dispatch, invocation_revert
+from audit.services import UndoResult, invocation_dispatch, invocation_revert, turn_undo
 from campaigns.errors import Conflict
 from campaigns.models import Creature
 from tests.conftest import build_world, postgres_only
@@ -99,3 +99,38 @@ def test_revert_racing_a_new_call_on_the_same_creature_stays_consistent():
             assert reverted.reverted and first.status == "reverted"
             assert hp == 15 - 3
             assert second.revert_snapshot["entities"][f"creature:{world.orc.pk}/vitals"]["hp"] == 15
+
+
+def test_undo_racing_a_call_into_the_same_turn_never_leaves_a_committed_call_behind():
+    world = build_world()
+    for round_ in range(8):
+        turn = world.turn()
+        invocation_dispatch(
+            campaign=world.campaign,
+            actor=world.player,
+            turn=turn,
+            tool_name="move_token",
+            input={"creature_id": world.hero.pk, "x": round_, "y": 1},
+        )
+
+        def undo(turn=turn) -> Any:
+            return turn_undo(campaign_id=world.campaign.pk, turn_id=turn.pk, user=world.player)
+
+        def late_call(turn=turn) -> Any:
+            return invocation_dispatch(
+                campaign=world.campaign,
+                actor=world.player,
+                turn=turn,
+                tool_name="modify_creature",
+                input={"creature_id": world.goblin.pk, "hp_delta": -1},
+            )
+
+        undone, called = run_together(undo, late_call)
+        assert isinstance(undone, UndoResult), undone
+        statuses = set(ToolInvocation.objects.filter(turn=turn).values_list("status", flat=True))
+        assert statuses == {"reverted"}, round_
+        if isinstance(called, Conflict):  # the undo came first: the call was refused
+            assert len(undone.reverted) == 1
+        else:  # the call came first: the undo reverted it too
+            assert called.status == "committed" and len(undone.reverted) == 2
+        assert Creature.objects.get(pk=world.goblin.pk).hp == 7
