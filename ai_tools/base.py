@@ -34,17 +34,21 @@ class ToolContext:
     actor: AbstractBaseUser
     turn: Turn | None = None
     created: list[str] = field(default_factory=list)
+    _creatures: dict[int, Creature] = field(default_factory=dict, repr=False)
 
     def record_created(self, kind: str, pk: Any) -> None:
         self.created.append(entities.key(kind, pk))
 
     def creature(self, creature_id: int) -> Creature:
         """A creature of this campaign; a hallucinated or foreign id is an error, never a write
-        elsewhere."""
-        creature = Creature.objects.filter(campaign_id=self.campaign.pk, pk=creature_id).first()
-        if creature is None:
-            raise ToolError(f"No creature with id {creature_id} in this campaign.")
-        return creature
+        elsewhere. Read once per call: `write_set` resolves it and `apply` reuses the row (the
+        context lives for one call, inside its transaction, so the row cannot go stale)."""
+        if creature_id not in self._creatures:
+            creature = Creature.objects.filter(campaign_id=self.campaign.pk, pk=creature_id).first()
+            if creature is None:
+                raise ToolError(f"No creature with id {creature_id} in this campaign.")
+            self._creatures[creature_id] = creature
+        return self._creatures[creature_id]
 
     def may_manage(self, creature: Creature) -> bool:
         if creature.kind != Creature.Kind.PC:

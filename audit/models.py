@@ -123,7 +123,6 @@ class SecurityEvent(models.Model):
 
     class Kind(models.TextChoices):
         REVERT_DENIED = "revert_denied"
-        APPROVAL_DENIED = "approval_denied"
         TOOL_CALL_DENIED = "tool_call_denied"
         ADMIN_DENIED = "admin_denied"
         WEBSOCKET_DENIED = "websocket_denied"

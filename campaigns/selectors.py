@@ -111,27 +111,30 @@ def campaign_state(campaign: Campaign) -> dict[str, Any]:
     }
 
 
-def campaign_get_for_member(*, campaign_id: Any, user: Any) -> Campaign:
-    """The campaign if `user` is a member; NotFound otherwise, so its existence is not revealed."""
-    if not getattr(user, "is_authenticated", False):
-        raise NotFound()
+def _campaign_get(*, lock: bool, **filters: Any) -> Campaign:
+    queryset = Campaign.objects.select_related("owner")
+    if lock:  # the campaign row only, not the joined owner or membership
+        queryset = queryset.select_for_update(of=("self",))
     try:
-        return Campaign.objects.select_related("owner").get(
-            pk=campaign_id, memberships__user_id=user.pk
-        )
+        return queryset.get(**filters)
     except (Campaign.DoesNotExist, ValidationError, ValueError, TypeError) as exc:
         raise NotFound() from exc
 
 
-def campaign_get_visible(*, campaign_id: Any, user: Any) -> Campaign:
+def campaign_get_for_member(*, campaign_id: Any, user: Any, lock: bool = False) -> Campaign:
+    """The campaign if `user` is a member; NotFound otherwise, so its existence is not revealed.
+    With `lock`, the campaign row is locked in the same query (the writers' campaign lock)."""
+    if not getattr(user, "is_authenticated", False):
+        raise NotFound()
+    return _campaign_get(pk=campaign_id, memberships__user_id=user.pk, lock=lock)
+
+
+def campaign_get_visible(*, campaign_id: Any, user: Any, lock: bool = False) -> Campaign:
     """Members see a campaign, and so does staff holding the global revert permission (they
     police every table from the admin). Everyone else gets NotFound."""
     if getattr(user, "is_staff", False) and user.has_perm("audit.revert_toolinvocation"):
-        try:
-            return Campaign.objects.select_related("owner").get(pk=campaign_id)
-        except (Campaign.DoesNotExist, ValidationError, ValueError, TypeError) as exc:
-            raise NotFound() from exc
-    return campaign_get_for_member(campaign_id=campaign_id, user=user)
+        return _campaign_get(pk=campaign_id, lock=lock)
+    return campaign_get_for_member(campaign_id=campaign_id, user=user, lock=lock)
 
 
 def is_member(*, campaign: Campaign, user: Any) -> bool:

@@ -191,7 +191,6 @@ ANTHROPIC_API_KEY = os.environ.get("ANTHROPIC_API_KEY", "")
 ANTHROPIC_BASE_URL = os.environ.get("ANTHROPIC_BASE_URL", "")
 ANTHROPIC_MAX_RETRIES = int(os.environ.get("ANTHROPIC_MAX_RETRIES", "2"))
 ANTHROPIC_TIMEOUT = float(os.environ.get("ANTHROPIC_TIMEOUT", "60"))
-APPROVAL_TIMEOUT = int(os.environ.get("APPROVAL_TIMEOUT", "600"))
 # A turn still `running` this long after it began belongs to a process that died: it is failed.
 GM_TURN_TIMEOUT = int(os.environ.get("GM_TURN_TIMEOUT", "1800"))
 

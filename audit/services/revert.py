@@ -11,7 +11,6 @@ from ai_tools import entities, registry
 from ai_tools.base import ToolContext
 from audit.models import ToolInvocation, WriteSetEntry
 from audit.permissions import authorize_revert, recording_denials
-from audit.services.common import campaign_lock
 from campaigns.errors import Conflict, NotFound
 from campaigns.models import Campaign, ChatMessage, Turn
 from campaigns.realtime import broadcast_on_commit, event
@@ -187,15 +186,13 @@ def revert_plan(
 
 
 def _lock_invocation(campaign_id: Any, invocation_id: Any, user: Any):
-    campaign = campaign_get_visible(campaign_id=campaign_id, user=user)
-    campaign = campaign_lock(campaign.pk)
+    campaign = campaign_get_visible(campaign_id=campaign_id, user=user, lock=True)
     row = _get_invocation(campaign, invocation_id, for_update=True)
     return campaign, row
 
 
 def _lock_turn(campaign_id: Any, turn_id: Any, user: Any):
-    campaign = campaign_get_visible(campaign_id=campaign_id, user=user)
-    campaign = campaign_lock(campaign.pk)
+    campaign = campaign_get_visible(campaign_id=campaign_id, user=user, lock=True)
     return campaign, _get_turn(campaign, turn_id, for_update=True)
 
 
@@ -220,10 +217,11 @@ def _get_turn(campaign: Campaign, turn_id: Any, for_update: bool = False) -> Tur
 
 
 def _dependents(
-    campaign: Campaign, rows: list[ToolInvocation], *, closure: bool
+    campaign: Campaign, rows: list[ToolInvocation], *, closure: bool, lock: bool = False
 ) -> list[ToolInvocation]:
     """Later committed invocations that wrote or read what `rows` wrote; with `closure`, also
-    those depending on them, transitively. Newest first."""
+    those depending on them, transitively. Newest first; row-locked as they are read if `lock`
+    (the caller holds the campaign lock, so lock order stays campaign → rows)."""
     found: dict[Any, ToolInvocation] = {}
     frontier = list(rows)
     excluded = {r.pk for r in rows}
@@ -246,7 +244,8 @@ def _dependents(
             for inv, seq, k in candidates
             if any(seq > s and entities.overlaps(k, w) for w, s in writes)
         }
-        frontier = list(ToolInvocation.objects.filter(pk__in=hits))
+        found_rows = ToolInvocation.objects.filter(pk__in=hits)
+        frontier = list(found_rows.select_for_update() if lock else found_rows)
         found.update((r.pk, r) for r in frontier)
         if not closure:
             break
@@ -257,7 +256,7 @@ def _chain(
     campaign: Campaign, rows: list[ToolInvocation], *, cascade: bool, user: Any
 ) -> list[ToolInvocation]:
     """Everything to revert, newest first; a Conflict if later work is in the way."""
-    later = _dependents(campaign, rows, closure=cascade)
+    later = _dependents(campaign, rows, closure=cascade, lock=True)
     if later and not cascade:
         raise Conflict(
             "Later invocations depend on this; revert them first or use cascade.",
@@ -273,8 +272,7 @@ def _chain(
         authorize_revert(
             user=user, campaign=campaign, actor_id=dependent.user_id, target=str(dependent.pk)
         )
-    locked = ToolInvocation.objects.select_for_update().filter(pk__in=[r.pk for r in later])
-    return sorted(list(rows) + list(locked), key=lambda r: -r.sequence)
+    return sorted(list(rows) + later, key=lambda r: -r.sequence)
 
 
 def _revert_rows(

@@ -10,10 +10,10 @@ pytestmark = pytest.mark.django_db
 # The campaign (visibility), then one page of rows with actor and reverter joined.
 LIST_QUERIES = 2
 # The campaign (visibility, in the view), then in the service's transaction: savepoint, the
-# campaign again (visibility), the campaign row lock, the invocation row lock, the later writers
-# of its write set (conflicts), the turn for the tool context, the restore, the row's status,
-# the restored state, the event sequence, release.
-REVERT_QUERIES = 12
+# campaign again (visibility and row lock in one query), the invocation row lock, the later
+# writers of its write set (conflicts), the turn for the tool context, the restore, the row's
+# status, the restored state, the event sequence, release.
+REVERT_QUERIES = 11
 
 
 @pytest.mark.parametrize("rows", [5, 50])
