@@ -30,6 +30,15 @@ class ToolInvocation(models.Model):
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="invocations"
     )
+    # Provenance: `user` is the actor whose turn it is; `requested_by` is who made the call when
+    # that was someone else (the owner posting into a player's turn, an external agent).
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+    )
     turn = models.ForeignKey(
         Turn, null=True, blank=True, on_delete=models.SET_NULL, related_name="invocations"
     )
