@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 import anthropic
+import httpx2
 from django.conf import settings
 
 from ai_tools import registry
@@ -59,35 +60,89 @@ class AnthropicProvider(GMProvider):
         except anthropic.APIStatusError as exc:
             raise GMError(_describe(exc)) from exc
         except anthropic.APIConnectionError as exc:
-            raise GMError(f"the Claude API could not be reached ({exc.message}).") from exc
+            raise GMError(f"the Claude API could not be reached ({_cause(exc)}).") from exc
+        except httpx2.TransportError as exc:
+            raise GMError(
+                f"the connection to the Claude API broke mid-stream ({_cause(exc)})."
+            ) from exc
         except anthropic.APIError as exc:
             raise GMError(f"the Claude API failed: {exc.message}") from exc
 
     def _converse(self, session: Session) -> None:
         system = system_prompt(session.context)
         messages = conversation(session.context)
-        tools = [t.spec() for t in [*registry.write_tools(), *registry.read_tools()]]
+        tools = tool_specs()
         spoke = False
         for _ in range(MAX_ROUNDS):
-            with self.client.messages.stream(
-                model=self.requested_model,
-                max_tokens=MAX_TOKENS,
-                system=system,
-                messages=messages,
-                tools=tools,
-            ) as stream:
-                for index, text in enumerate(stream.text_stream):
-                    session.say(("\n\n" if spoke and index == 0 else "") + text)
-                reply = stream.get_final_message()
+            reply = self._stream(
+                session, lead="\n\n" if spoke else "", system=system, messages=messages, tools=tools
+            )
             spoke = spoke or any(b.type == "text" and b.text for b in reply.content)
+            uses = _uses_to_run(reply)
             messages.append({"role": "assistant", "content": _params(reply.content)})
-            uses = [b for b in reply.content if b.type == "tool_use"]
-            if reply.stop_reason != "tool_use" or not uses:
+            if not uses:
                 return
             model = f"anthropic/{reply.model}"
-            results = [_result(session, use, model) for use in uses]
-            messages.append({"role": "user", "content": results})
+            messages.append({"role": "user", "content": [_result(session, u, model) for u in uses]})
         raise GMError(f"the model was still calling tools after {MAX_ROUNDS} rounds.")
+
+    def _stream(self, session: Session, *, lead: str, **request: Any) -> Any:
+        """One streamed round: its words go to the table as they arrive; the reply counts only
+        if the API said it ended (message_stop). A body that just stops (a dropped connection,
+        a proxy timeout) is not a reply, whatever it held, and none of its tool calls runs."""
+        started: list[str] = []
+        finished = False
+        with self.client.messages.stream(
+            model=self.requested_model, max_tokens=MAX_TOKENS, **request
+        ) as stream:
+            for event in stream:
+                if event.type == "text" and event.text:
+                    session.say(lead + event.text)
+                    lead = ""
+                elif event.type == "content_block_start" and event.content_block.type == "tool_use":
+                    started.append(event.content_block.name)
+                finished = finished or event.type == "message_stop"
+            if not finished:
+                raise GMError(
+                    "the Claude API stream ended before the reply was complete (no message_stop)"
+                    + _not_run(started)
+                    + "."
+                )
+            return stream.get_final_message()
+
+
+def tool_specs() -> list[dict[str, Any]]:
+    """The registry's tools as the Messages API takes them (write tools, then read tools)."""
+    return [tool.spec() for tool in [*registry.write_tools(), *registry.read_tools()]]
+
+
+def _uses_to_run(reply: Any) -> list[Any]:
+    """The tool calls to run when the model stopped to call them. A reply that stopped any
+    other way than the two of a finished one (end_turn, tool_use) fails the turn and none of
+    its calls runs: a tool call cut off by max_tokens carries half its input."""
+    uses = [b for b in reply.content if b.type == "tool_use"]
+    if reply.stop_reason == "tool_use":
+        return uses
+    if reply.stop_reason in ("end_turn", "stop_sequence") and not uses:
+        return []
+    not_run = _not_run([use.name for use in uses])
+    if reply.stop_reason == "max_tokens":
+        raise GMError(f"the model's reply hit the max_tokens limit ({MAX_TOKENS}){not_run}.")
+    raise GMError(
+        f"the Claude API ended the reply with stop_reason {reply.stop_reason!r}{not_run}."
+    )
+
+
+def _not_run(names: list[str]) -> str:
+    return f"; its tool call {', '.join(names)} was not run" if names else ""
+
+
+def _cause(exc: BaseException) -> str:
+    """The exception and what caused it, by name: 'APIConnectionError: Connection error.
+    (ConnectError: ...)' tells an operator more than 'internal error'."""
+    text = f"{type(exc).__name__}: {exc}"
+    cause = exc.__cause__
+    return text + (f" ({type(cause).__name__}: {cause})" if cause is not None else "")
 
 
 def _describe(exc: anthropic.APIStatusError) -> str:

@@ -130,6 +130,8 @@ def _finish_failed(turn: Turn, session: TurnSession | None, *, model: str, reaso
                     content=session.text,
                 )
         note = f"The GM could not finish this turn: {reason}"
+        if session is not None and session.text:
+            note += " Its narration above is unfinished."
         if session is not None and session.invocations:
             note += " Its tool calls so far are in the log and can be undone."
         message = message_post(

@@ -1,6 +1,6 @@
 """Tools that act on one creature: damage and healing, spawning, moving, inventory."""
 
-from typing import Any
+from typing import Any, ClassVar
 
 from ai_tools import entities
 from ai_tools.base import Tier, ToolContext, ToolError, WriteTool
@@ -19,7 +19,7 @@ class ModifyCreature(WriteTool):
     description = (
         "Change a creature's hit points, temporary HP, conditions or death saves. Negative "
         "hp_delta is damage (temporary HP absorbs it first), positive is healing; HP stays "
-        "between 0 and max_hp."
+        "between 0 and max_hp. Give creature_id and at least one change."
     )
     schema = obj(
         {
@@ -32,18 +32,25 @@ class ModifyCreature(WriteTool):
             "death_save": {"enum": ["success", "failure", "reset"]},
         },
         ("creature_id",),
-        anyOf=[
-            {"required": [f]}
-            for f in (
-                "hp_delta",
-                "set_hp",
-                "temp_hp",
-                "add_conditions",
-                "remove_conditions",
-                "death_save",
-            )
-        ],
     )
+    # At least one of these must be given. Said here and in `validate`, not as a top-level
+    # `anyOf` in the schema: the Messages API refuses top-level oneOf/allOf/anyOf.
+    CHANGES: ClassVar[tuple[str, ...]] = (
+        "hp_delta",
+        "set_hp",
+        "temp_hp",
+        "add_conditions",
+        "remove_conditions",
+        "death_save",
+    )
+
+    def validate(self, data: Any) -> str | None:
+        """The schema's rules, then the cross-field one: a call that changes nothing is refused
+        (a failed row, nothing mutated) rather than logged as a no-op the table must undo."""
+        problem = super().validate(data)
+        if problem is None and not any(field in data for field in self.CHANGES):
+            return f"input: nothing to change; give at least one of {', '.join(self.CHANGES)}."
+        return problem
 
     def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
         return [entities.key("creature", ctx.creature(data["creature_id"]).pk, "vitals")]

@@ -12,7 +12,8 @@ from tests.gm.fake_claude import FakeClaude
 
 @pytest.fixture
 def claude(settings) -> Iterator[FakeClaude]:
-    """The anthropic provider, configured against a fake Messages API on localhost."""
+    """The anthropic provider, configured against a strict fake Messages API on localhost.
+    Whatever the test expects, the client must never have sent a request the API refuses."""
     fake = FakeClaude()
     fake.start()
     settings.GM_PROVIDER = "anthropic"
@@ -22,6 +23,7 @@ def claude(settings) -> Iterator[FakeClaude]:
     settings.ANTHROPIC_MAX_RETRIES = 0
     yield fake
     fake.stop()
+    assert fake.refusals == [], "the client sent requests the Messages API refuses"
 
 
 @pytest.fixture

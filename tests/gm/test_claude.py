@@ -152,7 +152,8 @@ def test_an_error_in_the_middle_of_the_stream_keeps_what_was_said(world, claude,
     assert reply(turn) == "Thorin lunges. \n\nThe goblin"
     assert system_note(turn) == (
         "The GM could not finish this turn: the Claude API reported overloaded_error "
-        "mid-stream: Overloaded. Its tool calls so far are in the log and can be undone."
+        "mid-stream: Overloaded. Its narration above is unfinished. Its tool calls so far are in "
+        "the log and can be undone."
     )
     assert ToolInvocation.objects.get(turn=turn).status == "committed"
 

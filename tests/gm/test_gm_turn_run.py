@@ -63,7 +63,8 @@ def test_a_provider_crash_fails_the_turn_with_a_system_message(world, play, even
         ("gm", "You open the door and", False),
         (
             "system",
-            "The GM could not finish this turn: the GM ran into an internal error (KeyError).",
+            "The GM could not finish this turn: the GM ran into an internal error (KeyError). "
+            "Its narration above is unfinished.",
             False,
         ),
     ]
