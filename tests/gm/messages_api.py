@@ -81,8 +81,9 @@ def check_request(body: Any) -> None:
     """Raise Refused with the API's message for the first rule the request body breaks."""
     if not isinstance(body, dict):
         raise Refused("Input should be a valid dictionary")
-    for field in sorted(set(body) - REQUEST_FIELDS):
-        raise Refused(f"{field}: Extra inputs are not permitted")
+    extra = sorted(set(body) - REQUEST_FIELDS)
+    if extra:
+        raise Refused(f"{extra[0]}: Extra inputs are not permitted")
     for field in ("model", "max_tokens", "messages"):
         if field not in body:
             raise Refused(f"{field}: Field required")
@@ -215,8 +216,9 @@ def _check_block(block: Any, allowed: set[str], where: str) -> None:
     kind = block.get("type") if isinstance(block, dict) else None
     if kind not in allowed:
         raise Refused(f"{where}: Input tag {kind!r} is not allowed in this message's role")
-    for field in sorted(set(block) - BLOCK_FIELDS[kind]):
-        raise Refused(f"{where}.{kind}.{field}: Extra inputs are not permitted")
+    extra = sorted(set(block) - BLOCK_FIELDS[kind])
+    if extra:
+        raise Refused(f"{where}.{kind}.{extra[0]}: Extra inputs are not permitted")
     if kind == "text":
         _check_text(block, "messages")
     elif kind == "tool_use":
@@ -262,10 +264,9 @@ def _check_tool_pairing(blocks: list[list[dict[str, Any]]], *, has_tools: bool) 
             raise Refused(
                 "Requests which include `tool_use` or `tool_result` blocks must define tools."
             )
-        for use in uses:
-            if use in seen:
-                raise Refused(f"messages.{index}: `tool_use` ids must be unique")
-            seen.add(use)
+        if seen & set(uses) or len(uses) != len(set(uses)):
+            raise Refused(f"messages.{index}: `tool_use` ids must be unique")
+        seen.update(uses)
         previous = blocks[index - 1] if index else []
         asked = {b["id"] for b in previous if b["type"] == "tool_use"}
         for position, result in enumerate(results):
@@ -275,6 +276,8 @@ def _check_tool_pairing(blocks: list[list[dict[str, Any]]], *, has_tools: bool) 
                     f"`tool_result` blocks: {result['tool_use_id']}. Each `tool_result` block "
                     "must have a corresponding `tool_use` block in the previous message."
                 )
+    for index, content in enumerate(blocks):
+        uses = [b["id"] for b in content if b["type"] == "tool_use"]
         if uses:
             _check_answered(index, uses, blocks[index + 1] if index + 1 < len(blocks) else [])
 

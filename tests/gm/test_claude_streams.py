@@ -83,6 +83,5 @@ def test_a_cut_after_a_finished_tool_round_keeps_that_call_undoable(world, claud
     assert turn.status == Turn.Status.FAILED
     assert ToolInvocation.objects.get(turn=turn).status == ToolInvocation.Status.COMMITTED
     assert system_note(turn).endswith(
-        "Its narration above is unfinished. Its tool calls so far are in the log and can be "
-        "undone."
+        "Its narration above is unfinished. Its tool calls so far are in the log and can be undone."
     )
