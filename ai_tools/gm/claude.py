@@ -16,7 +16,7 @@ from django.conf import settings
 
 from ai_tools import registry
 from ai_tools.gm.base import GMError, GMProvider, Session
-from ai_tools.gm.context import GMContext, PastTurn, state_summary
+from ai_tools.gm.context import GMContext, state_summary
 
 MAX_TOKENS = 1024
 MAX_ROUNDS = 8
@@ -156,14 +156,15 @@ def _describe(exc: anthropic.APIStatusError) -> str:
 
 
 def _params(blocks: list[Any]) -> list[dict[str, Any]]:
-    """The reply as it goes back into the conversation (the API refuses empty text blocks)."""
+    """The reply as it goes back into the conversation (the API refuses empty and
+    whitespace-only text blocks)."""
     params = []
     for block in blocks:
         if block.type == "tool_use":
             params.append(
                 {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
             )
-        elif block.type == "text" and block.text:
+        elif block.type == "text" and block.text.strip():
             params.append(_text(block.text))
     return params
 
@@ -186,53 +187,57 @@ def system_prompt(context: GMContext) -> str:
     if context.undone:
         parts.append(
             "Undone by the table (their effects are gone from the state; never narrate them "
-            "as having happened):\n" + "\n".join(f"- {note}" for note in context.undone)
+            "as having happened):\n" + _bullets(context.undone)
+        )
+    if context.unfinished:
+        parts.append(
+            "Earlier turns without a GM reply (for context only; answer just the message of "
+            "the current turn):\n" + _bullets(context.unfinished)
         )
     return "\n\n".join(parts)
 
 
+def _bullets(notes: list[str]) -> str:
+    return "\n".join(f"- {note}" for note in notes)
+
+
 def conversation(context: GMContext) -> list[dict[str, Any]]:
-    """Past turns as user/assistant messages (their tool calls as tool_use/tool_result pairs),
-    then the player's new message. Consecutive messages of one role are merged, as the API
-    requires alternation."""
-    turns: list[tuple[str, list[dict[str, Any]]]] = []
+    """Past answered turns as user/assistant messages (their tool calls as tool_use/tool_result
+    pairs), then the player's new message. Each player message is its own user message: the
+    only thing it may share a message with is the tool results before it (which the API wants
+    first), so two players' words never run together into one action."""
+    messages: list[dict[str, Any]] = []
     for past in context.history:
-        turns += _past_messages(past)
-    turns.append(("user", [_text(f"{context.speaker}: {context.message}")]))
-    merged: list[dict[str, Any]] = []
-    for role, content in turns:
-        if merged and merged[-1]["role"] == role:
-            merged[-1]["content"] += content
-        else:
-            merged.append({"role": role, "content": list(content)})
-    return merged
+        _append(messages, "user", _text(f"{past.speaker}: {past.message}"))
+        if past.tool_calls:
+            ids = {call.id: "toolu_" + call.id.replace("-", "") for call in past.tool_calls}
+            for c in past.tool_calls:
+                use = {"type": "tool_use", "id": ids[c.id], "name": c.tool_name, "input": c.input}
+                _append(messages, "assistant", use)
+            for c in past.tool_calls:
+                result = {
+                    "type": "tool_result",
+                    "tool_use_id": ids[c.id],
+                    "content": _json(c.result),
+                }
+                _append(messages, "user", result)
+        if past.reply:
+            _append(messages, "assistant", _text(past.reply))
+    _append(messages, "user", _text(f"{context.speaker}: {context.message}"))
+    return messages
 
 
-def _past_messages(past: PastTurn) -> list[tuple[str, list[dict[str, Any]]]]:
-    turns = [("user", [_text(f"{past.speaker}: {past.message}")])]
-    if past.tool_calls:
-        ids = {call.id: "toolu_" + call.id.replace("-", "") for call in past.tool_calls}
-        turns.append(
-            (
-                "assistant",
-                [
-                    {"type": "tool_use", "id": ids[c.id], "name": c.tool_name, "input": c.input}
-                    for c in past.tool_calls
-                ],
-            )
-        )
-        turns.append(
-            (
-                "user",
-                [
-                    {"type": "tool_result", "tool_use_id": ids[c.id], "content": _json(c.result)}
-                    for c in past.tool_calls
-                ],
-            )
-        )
-    if past.reply:
-        turns.append(("assistant", [_text(past.reply)]))
-    return turns
+def _append(messages: list[dict[str, Any]], role: str, block: dict[str, Any]) -> None:
+    """Add a block as a new message, or to the last one when it is of the same role and may
+    take it: an assistant's tool_use after its own blocks, a user's block after tool results."""
+    last = messages[-1] if messages else None
+    joins = last is not None and last["role"] == role
+    if joins and role == "user":
+        joins = all(b["type"] == "tool_result" for b in last["content"])
+    if joins:
+        last["content"].append(block)
+    else:
+        messages.append({"role": role, "content": [block]})
 
 
 def _json(value: Any) -> str:

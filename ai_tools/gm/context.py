@@ -3,6 +3,11 @@
 The history leaves out undone turns and reverted tool calls entirely, and carries instead a
 short note per undo (what, by whom, why). A model that saw an undone attack would otherwise
 narrate from a world that no longer exists ("the wounded goblin...").
+
+The history holds only turns the GM answered. A turn it did not finish (failed) or was not
+asked to answer is a note instead: sent again as a message, its player's words would read as
+an action still to resolve (and run together with the next player's into one), and a failed
+turn's half-told narration would read as a finished reply.
 """
 
 from collections import defaultdict
@@ -42,8 +47,9 @@ class GMContext:
     turn: Turn
     speaker: str  # the acting player, e.g. "alice (plays Thorin)"
     message: str
-    history: list[PastTurn]
+    history: list[PastTurn]  # answered turns only, oldest first
     undone: list[str]
+    unfinished: list[str]  # notes on earlier turns the GM did not finish or was not asked
     state: dict[str, Any]
     players: dict[int, str]  # user id -> username, for the members
 
@@ -61,6 +67,7 @@ def gm_context(*, turn: Turn) -> GMContext:
     calls = _invocations_by_turn(campaign, [t.pk for t in earlier])
     history: list[PastTurn] = []
     undone: list[str] = []
+    unfinished: list[str] = []
     for past in earlier:
         speaker = speakers.get(past.actor_id, f"user {past.actor_id}")
         message = _player_message(said[past.pk])
@@ -72,7 +79,11 @@ def gm_context(*, turn: Turn) -> GMContext:
             for row in calls[past.pk]
             if row.status == ToolInvocation.Status.REVERTED
         ]
-        history.append(_past_turn(past, speaker, message, said[past.pk], calls[past.pk]))
+        answered = _past_turn(past, speaker, message, said[past.pk], calls[past.pk])
+        if past.status == Turn.Status.COMPLETED and (answered.reply or answered.tool_calls):
+            history.append(answered)
+        else:
+            unfinished.append(_unfinished_note(past, speaker, message, answered.tool_calls))
     return GMContext(
         campaign=campaign,
         turn=turn,
@@ -80,6 +91,7 @@ def gm_context(*, turn: Turn) -> GMContext:
         message=_player_message(said[turn.pk]),
         history=history,
         undone=undone,
+        unfinished=unfinished,
         state=campaign_state(campaign),
         players=players,
     )
@@ -169,6 +181,22 @@ def _call_note(row: ToolInvocation, speaker: str, message: str) -> str:
         f"{_who(row.reverted_by)} reverted the {row.tool_name} call ({summary}) of the turn of "
         f'{speaker} ("{_quote(message)}"), {_why(row.revert_reason)}. Its effect is gone.'
     )
+
+
+def _unfinished_note(turn: Turn, speaker: str, message: str, calls: list[ToolCall]) -> str:
+    if turn.status != Turn.Status.FAILED:
+        why = "was not asked to answer" if turn.status == Turn.Status.OPEN else "gave no answer"
+        return f'{speaker} said "{_quote(message)}" (the GM {why}).'
+    note = (
+        f'The turn of {speaker} ("{_quote(message)}") failed before the GM finished it: it is '
+        "over, never act on it again."
+    )
+    if calls:
+        summaries = ", ".join(
+            f"{c.tool_name} ({registry.write_tool(c.tool_name).summary(c.input)})" for c in calls
+        )
+        note += f" Its tool calls that ran stay in effect: {summaries}."
+    return note
 
 
 def state_summary(state: dict[str, Any], players: dict[int, str]) -> str:

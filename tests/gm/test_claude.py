@@ -2,6 +2,7 @@
 the context it sends after an undo."""
 
 import json
+from unittest.mock import ANY
 
 import pytest
 
@@ -270,3 +271,15 @@ def test_a_single_reverted_call_is_left_out_and_noted(world, claude, play):
         'of player (plays Thorin) ("I attack the goblin and step back."), reason: "missed". '
         "Its effect is gone." in request["system"]
     )
+
+
+def test_a_whitespace_only_text_block_is_not_sent_back(world, claude, play):
+    claude.reply(("text", ["\n\n"]), attack(world))
+    claude.reply(("text", ["The goblin howls."]))
+
+    turn = play("I attack the goblin.")
+
+    assert turn.status == Turn.Status.COMPLETED
+    assert claude.requests[1]["messages"][-2]["content"] == [
+        {"type": "tool_use", "id": "toolu_1_1", "name": "modify_creature", "input": ANY}
+    ]
