@@ -142,7 +142,9 @@ def _cause(exc: BaseException) -> str:
     (ConnectError: ...)' tells an operator more than 'internal error'."""
     text = f"{type(exc).__name__}: {exc}"
     cause = exc.__cause__
-    return text + (f" ({type(cause).__name__}: {cause})" if cause is not None else "")
+    if cause is None or str(cause) == str(exc):
+        return text
+    return f"{text} ({type(cause).__name__}: {cause})"
 
 
 def _describe(exc: anthropic.APIStatusError) -> str:

@@ -6,6 +6,8 @@ call is run from a message that did not finish; calls of earlier, finished round
 log, undoable.
 """
 
+import re
+
 import pytest
 
 from audit.models import ToolInvocation
@@ -63,6 +65,20 @@ def test_max_tokens_in_the_middle_of_a_tool_call_fails_the_turn_and_runs_nothing
     assert "modify_creature was not run" in system_note(turn)
 
 
+def test_narration_cut_by_max_tokens_fails_the_turn_rather_than_completing_it(
+    world, claude, play
+):
+    claude.truncate(("text", ["The goblin raises its blade and"]))
+
+    turn = play("I look at the goblin.")
+
+    assert turn.status == Turn.Status.FAILED
+    assert system_note(turn) == (
+        "The GM could not finish this turn: the model's reply hit the max_tokens limit (1024). "
+        "Its narration above is unfinished."
+    )
+
+
 def test_a_tcp_reset_mid_stream_is_reported_as_a_provider_error(world, claude, play):
     claude.reset(("text", ["The goblin "]))
 
@@ -70,7 +86,11 @@ def test_a_tcp_reset_mid_stream_is_reported_as_a_provider_error(world, claude, p
 
     assert turn.status == Turn.Status.FAILED
     note = system_note(turn)
-    assert "the connection to the Claude API broke mid-stream" in note
+    # The reset reaches the client as ReadError (RST) or RemoteProtocolError (body cut).
+    assert re.search(
+        r"the connection to the Claude API broke mid-stream \((ReadError|RemoteProtocolError): ",
+        note,
+    )
     assert "internal error" not in note
 
 
