@@ -3,8 +3,11 @@
 Each round streams one Messages API response: text deltas go straight to the table, tool_use
 blocks run through the session (write tools through the audited dispatch, with the model
 version that asked for them on the log row), and their results go back as tool_result blocks
-until the model stops asking. The conversation it sends is built from the context, which has
-already dropped undone turns and reverted calls and says what was undone instead.
+until the model stops asking. A round counts only when the API said it ended (message_stop)
+and why (end_turn or tool_use): a stream cut short, a reset connection or a reply stopped by
+max_tokens fails the turn, and none of that round's tool calls runs. The conversation it sends
+is built from the context, which has already dropped undone turns, reverted calls and turns the
+GM did not finish, and says what became of them instead.
 """
 
 import json
