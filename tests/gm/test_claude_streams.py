@@ -65,9 +65,7 @@ def test_max_tokens_in_the_middle_of_a_tool_call_fails_the_turn_and_runs_nothing
     assert "modify_creature was not run" in system_note(turn)
 
 
-def test_narration_cut_by_max_tokens_fails_the_turn_rather_than_completing_it(
-    world, claude, play
-):
+def test_narration_cut_by_max_tokens_fails_the_turn_rather_than_completing_it(world, claude, play):
     claude.truncate(("text", ["The goblin raises its blade and"]))
 
     turn = play("I look at the goblin.")
