@@ -11,11 +11,13 @@ Sources, as published by Anthropic:
   2020-12) of `type: "object"`; each `tool_use` needs a `tool_result` in the very next user
   message, before any text there; every `tool_result` answers a `tool_use` of the message just
   before it.
-- Errors: `{"type": "error", "error": {"type", "message"}, "request_id"}`; the messages below
-  are the API's own wording as it reports them (e.g. "tools.N.custom.input_schema:
+- Errors: `{"type": "error", "error": {"type", "message"}, "request_id"}`. Where the API's
+  wording is public (its error reports as users quote them: "tools.N.custom.input_schema:
   input_schema does not support oneOf, allOf, or anyOf at the top level", "messages: text
   content blocks must be non-empty", "messages.N: `tool_use` ids were found without
-  `tool_result` blocks immediately after: ...").
+  `tool_result` blocks immediately after: ...", "unexpected `tool_use_id` found in
+  `tool_result` blocks", "Tool names must be unique."), the fake uses it; elsewhere it says
+  the rule plainly.
 
 One rule is stricter than the API on purpose: the API silently *combines* consecutive messages
 of one role into one turn; for a game master that is how two player actions become one (the
