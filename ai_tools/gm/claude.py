@@ -137,7 +137,9 @@ def _uses_to_run(reply: Any) -> list[Any]:
 
 
 def _not_run(names: list[str]) -> str:
-    return f"; its tool call {', '.join(names)} was not run" if names else ""
+    if len(names) > 1:
+        return f"; its tool calls {', '.join(names)} were not run"
+    return f"; its tool call {names[0]} was not run" if names else ""
 
 
 def _cause(exc: BaseException) -> str:
