@@ -34,7 +34,15 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             settings_dict["TEST"]["NAME"] = os.path.join(tempfile.gettempdir(), name)
 
 
+# The server's PostgreSQL sessions carry this name, so a test can count them apart from its own.
+SERVER_APPLICATION_NAME = "undoable-gm-test-server"
+
+
 def _application():
+    """Runs in the forked child, before its first query."""
+    for connection in connections.all():
+        if connection.vendor == "postgresql":
+            connection.settings_dict["OPTIONS"]["application_name"] = SERVER_APPLICATION_NAME
     return ASGIStaticFilesHandler(get_default_application())
 
 
