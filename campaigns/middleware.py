@@ -6,10 +6,10 @@ Other exceptions are left to Django.
 """
 
 import logging
-from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
+from django.utils.deprecation import MiddlewareMixin
 
 from campaigns.faults import RETRY_AFTER_SECONDS, UNAVAILABLE_DETAIL, is_unavailable
 
@@ -18,13 +18,7 @@ logger = logging.getLogger(__name__)
 API_PREFIX = "/api/"
 
 
-class ServiceUnavailableMiddleware:
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        self.get_response = get_response
-
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        return self.get_response(request)
-
+class ServiceUnavailableMiddleware(MiddlewareMixin):
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if not is_unavailable(exception):
             return None
