@@ -97,8 +97,10 @@ def postgres_pool() -> dict[str, float]:
     until PostgreSQL refuses clients. CONN_MAX_AGE=0 alone stops the pile-up but connects once
     per request and leaves a burst unbounded; the pool caps a process at DB_POOL_MAX_SIZE
     connections, reuses them, and makes a burst wait its turn — at most DB_POOL_TIMEOUT seconds,
-    then the request answers 503 with Retry-After. Size it so that (ASGI processes + task
-    workers) x max_size stays below the server's max_connections."""
+    then the request answers 503 with Retry-After. A request holds its connection until it ends
+    (a GM turn answered inside the request, while the model speaks), so size max_size above the
+    concurrent turns of a process, and (ASGI processes + task workers) x max_size below the
+    server's max_connections."""
     return {
         "min_size": int(os.environ.get("DB_POOL_MIN_SIZE", "2")),
         "max_size": int(os.environ.get("DB_POOL_MAX_SIZE", "10")),
@@ -128,9 +130,9 @@ else:
                 # WAL: readers never wait for the writer, nor the writer for readers (a long
                 # read such as verify_log no longer stalls the table's clicks).
                 "init_command": "PRAGMA journal_mode=WAL",
-                # A writer waits this long for the write lock: far longer than its longest
-                # hold (one dispatch or one undo, milliseconds to about a second); past it the
-                # request answers 503 with Retry-After.
+                # A writer waits this long for the write lock: far longer than any write
+                # transaction holds it (one dispatch, one undo, the end of a GM turn: the
+                # provider is never awaited inside one); past it the request answers 503.
                 "timeout": float(os.environ.get("SQLITE_BUSY_TIMEOUT", "20")),
             },
         }
