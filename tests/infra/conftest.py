@@ -1,10 +1,29 @@
-"""Helpers for the infrastructure tests: many outside clients at once against a real server."""
+"""Helpers for the infrastructure tests: a tool call, the 503 an outage must give, and many
+outside clients at once against a real server."""
 
 import threading
 from collections.abc import Callable
 from typing import Any
 
 from django.db import connections
+
+from campaigns.faults import RETRY_AFTER_SECONDS
+from tests.api.conftest import campaign_url, client_for
+from tests.conftest import World
+
+
+def hit_goblin(world: World):
+    turn = world.turn(world.owner)
+    url = campaign_url(world, f"turns/{turn.pk}/tool-calls/")
+    body = {"tool": "modify_creature", "input": {"creature_id": world.goblin.pk, "hp_delta": -3}}
+    return client_for(world.owner).post(url, body, format="json")
+
+
+def assert_json_503(response) -> None:
+    assert response.status_code == 503
+    assert response["Content-Type"].startswith("application/json")
+    assert response["Retry-After"] == str(RETRY_AFTER_SECONDS)
+    assert set(response.json()) == {"detail"}
 
 
 def all_at_once(*jobs: Callable[[], Any], timeout: float = 60) -> list[Any]:

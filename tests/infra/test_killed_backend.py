@@ -7,10 +7,9 @@ from django.db import connection
 
 from ai_tools import registry
 from audit.models import ToolInvocation
-from campaigns.faults import RETRY_AFTER_SECONDS
 from campaigns.models import Creature
 from tests.conftest import build_world, postgres_only
-from tests.infra.test_outages import hit_goblin
+from tests.infra.conftest import assert_json_503, hit_goblin
 
 pytestmark = [postgres_only, pytest.mark.django_db(transaction=True)]
 
@@ -34,10 +33,7 @@ def test_a_backend_killed_inside_a_tool_call_is_a_503_and_no_failed_row(monkeypa
     monkeypatch.undo()
 
     assert killed, "the backend must have been killed mid-call"
-    assert response.status_code == 503
-    assert response["Content-Type"].startswith("application/json")
-    assert response["Retry-After"] == str(RETRY_AFTER_SECONDS)
-    assert set(response.json()) == {"detail"}
+    assert_json_503(response)
     assert not ToolInvocation.objects.exists()
     assert Creature.objects.get(pk=world.goblin.pk).hp == 7
 

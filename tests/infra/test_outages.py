@@ -14,23 +14,10 @@ from campaigns.faults import RETRY_AFTER_SECONDS
 from campaigns.models import Campaign, Creature
 from tests.api.conftest import campaign_url, client_for, dump
 from tests.conftest import World
+from tests.infra.conftest import assert_json_503, hit_goblin
 from tests.infra.faults import database_drops_at
 
 CREATURE_WRITE = 'UPDATE "campaigns_creature"'
-
-
-def hit_goblin(world: World):
-    turn = world.turn(world.owner)
-    url = campaign_url(world, f"turns/{turn.pk}/tool-calls/")
-    body = {"tool": "modify_creature", "input": {"creature_id": world.goblin.pk, "hp_delta": -3}}
-    return client_for(world.owner).post(url, body, format="json")
-
-
-def assert_json_503(response) -> None:
-    assert response.status_code == 503
-    assert response["Content-Type"].startswith("application/json")
-    assert response["Retry-After"] == str(RETRY_AFTER_SECONDS)
-    assert set(response.json()) == {"detail"}
 
 
 def test_an_outage_inside_a_tool_call_answers_503_and_blames_no_tool(world: World):
