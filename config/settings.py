@@ -67,6 +67,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Database or channel-layer outages in a view: 503 with Retry-After, never a 500.
+    "campaigns.middleware.ServiceUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -88,16 +90,51 @@ TEMPLATES = [
     },
 ]
 
+
+def postgres_pool() -> dict[str, float]:
+    """Django's psycopg pool, per process. Under ASGI every request runs in a thread of its own,
+    so persistent connections (CONN_MAX_AGE > 0) are left behind by threads that end and pile up
+    until PostgreSQL refuses clients. CONN_MAX_AGE=0 alone stops the pile-up but connects once
+    per request and leaves a burst unbounded; the pool caps a process at DB_POOL_MAX_SIZE
+    connections, reuses them, and makes a burst wait its turn — at most DB_POOL_TIMEOUT seconds,
+    then the request answers 503 with Retry-After. A request holds its connection until it ends
+    (a GM turn answered inside the request, while the model speaks), so size max_size above the
+    concurrent turns of a process, and (ASGI processes + task workers) x max_size below the
+    server's max_connections."""
+    return {
+        "min_size": int(os.environ.get("DB_POOL_MIN_SIZE", "2")),
+        "max_size": int(os.environ.get("DB_POOL_MAX_SIZE", "10")),
+        "timeout": float(os.environ.get("DB_POOL_TIMEOUT", "10")),
+    }
+
+
 if os.environ.get("DATABASE_URL"):
-    DATABASES = {"default": dj_database_url.parse(os.environ["DATABASE_URL"], conn_max_age=60)}
+    # The pool needs CONN_MAX_AGE=0 (connections go back to it at the end of each request);
+    # health checks hand out only live connections after a server restart or a killed backend.
+    DATABASES = {
+        "default": dj_database_url.parse(
+            os.environ["DATABASE_URL"], conn_max_age=0, conn_health_checks=True
+        )
+    }
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = postgres_pool()
 else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": os.environ.get("SQLITE_PATH", str(BASE_DIR / "db.sqlite3")),
-            # IMMEDIATE: a write transaction takes the write lock at BEGIN, so the campaign lock
-            # that serialises tool calls and reverts is real on SQLite too.
-            "OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 20},
+            "OPTIONS": {
+                # IMMEDIATE: a write transaction takes the write lock at BEGIN, so the campaign
+                # lock that serialises tool calls and reverts is real on SQLite too.
+                "transaction_mode": "IMMEDIATE",
+                # WAL: readers never wait for the writer, nor the writer for readers (a long
+                # read such as verify_log no longer stalls the table's clicks).
+                "init_command": "PRAGMA journal_mode=WAL",
+                # A writer waits this long for the write lock: far longer than any write
+                # transaction holds it (one dispatch, one undo, the end of a GM turn: the
+                # provider is never awaited inside one); past it the request answers 503.
+                "timeout": float(os.environ.get("SQLITE_BUSY_TIMEOUT", "20")),
+            },
         }
     }
 

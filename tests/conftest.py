@@ -19,6 +19,9 @@ from campaigns.services import (
     turn_create,
 )
 
+# The real server (Daphne) for tests that need one: tests/servers.py.
+pytest_plugins = ["tests.servers"]
+
 
 def pytest_configure(config: Any) -> None:
     from django.conf import settings

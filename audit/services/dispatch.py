@@ -1,8 +1,9 @@
 """The audited dispatch: the one way in for every write tool call."""
 
+import functools
 import logging
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from django.db import transaction
 from django.utils import timezone
@@ -13,17 +14,38 @@ from audit.chain import seal
 from audit.models import ToolInvocation, WriteSetEntry
 from audit.services.common import campaign_lock, chain_position
 from campaigns.errors import AuditLogFailure, Conflict
+from campaigns.faults import UNAVAILABLE_DETAIL, is_unavailable
 from campaigns.models import Campaign, Turn
 from campaigns.realtime import broadcast_on_commit, event
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 class _ToolFailed(Exception):
     """The tool refused or broke; its mutation is rolled back and a `failed` row is written."""
 
 
+def _outage_fails_closed(dispatch: Callable[P, T]) -> Callable[P, T]:
+    """A database or channel-layer outage anywhere in the dispatch is nobody's tool error: the
+    transaction rolls back (no row, no mutation) and the caller gets the fail-closed
+    AuditLogFailure (503, retry), never a `failed` row that blames the tool."""
+
+    @functools.wraps(dispatch)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return dispatch(*args, **kwargs)
+        except Exception as exc:
+            if not is_unavailable(exc):
+                raise
+            logger.warning("dispatch failed closed on an outage: %s: %s", type(exc).__name__, exc)
+            raise AuditLogFailure(UNAVAILABLE_DETAIL) from exc
+
+    return wrapper
+
+
+@_outage_fails_closed
 def invocation_dispatch(
     *,
     campaign: Campaign,
@@ -127,6 +149,8 @@ def _take_snapshot(
         with transaction.atomic():
             return tool.snapshot(ctx, data, keys), ""
     except Exception as exc:
+        if is_unavailable(exc):
+            raise  # an outage costs the call (fail-closed), not silently its undo
         logger.exception("snapshot capture failed for %s", tool.name)
         return None, f"Snapshot capture failed ({type(exc).__name__}: {exc}); not revertible."
 
@@ -139,6 +163,8 @@ def _guarded(tool: WriteTool, method: Callable[..., T], *args: Any) -> T:
     except ToolError as exc:
         raise _ToolFailed(str(exc)) from exc
     except Exception as exc:
+        if is_unavailable(exc):
+            raise  # the database or channel layer is down: not the tool's fault
         logger.exception("tool %s raised", tool.name)
         raise _ToolFailed(
             f"Internal error in tool {tool.name} ({type(exc).__name__}); nothing was changed."

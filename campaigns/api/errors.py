@@ -1,9 +1,12 @@
 """The one place where errors become HTTP: every error body is JSON with a `detail`.
 
 Services raise `campaigns.errors` types; DRF raises its own for authentication, parsing and
-validation. Both end here, so API clients see one error shape whatever went wrong.
+validation. Both end here, so API clients see one error shape whatever went wrong. An outage of
+the database or the channel layer (`campaigns.faults`) is a 503 with `Retry-After`, like the
+audit log failing closed: the client may retry, nothing was half-done.
 """
 
+import logging
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
@@ -12,6 +15,9 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from campaigns.errors import AppError, Conflict
+from campaigns.faults import RETRY_AFTER_SECONDS, UNAVAILABLE_DETAIL, is_unavailable
+
+logger = logging.getLogger(__name__)
 
 
 class PayloadTooLarge(exceptions.APIException):
@@ -20,15 +26,32 @@ class PayloadTooLarge(exceptions.APIException):
     default_code = "payload_too_large"
 
 
+class ServiceUnavailable(exceptions.APIException):
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_detail = UNAVAILABLE_DETAIL
+    default_code = "service_unavailable"
+    wait = RETRY_AFTER_SECONDS  # DRF's handler turns it into Retry-After
+
+
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, AppError):
-        return Response(_app_error_body(exc), status=exc.status_code)
+        return Response(_app_error_body(exc), status=exc.status_code, headers=_retry_after(exc))
+    if is_unavailable(exc):
+        logger.warning("service unavailable: %s: %s", type(exc).__name__, exc)
+        exc = ServiceUnavailable()
     if isinstance(exc, RequestDataTooBig):
         exc = PayloadTooLarge()
     if isinstance(exc, exceptions.ValidationError):
         body = {"detail": _first_message(exc.detail), "errors": exc.detail}
         return Response(body, status=exc.status_code)
     return drf_exception_handler(exc, context)
+
+
+def _retry_after(exc: AppError) -> dict[str, str]:
+    """Every 503 tells the client when to come back (RFC 9110 §10.2.3)."""
+    if exc.status_code == status.HTTP_503_SERVICE_UNAVAILABLE:
+        return {"Retry-After": str(RETRY_AFTER_SECONDS)}
+    return {}
 
 
 def _app_error_body(exc: AppError) -> dict[str, Any]:

@@ -1,0 +1,65 @@
+"""Races through a real server, on whichever engine the suite runs (the embedded SQLite default
+included): a table's worth of clicks at once never answers 5xx and never reverts twice."""
+
+from functools import partial
+
+from audit.models import ToolInvocation
+from tests.api.conftest import dump, play_turn
+from tests.conftest import World
+from tests.infra.conftest import all_at_once
+from tests.servers import api_token, http
+
+UNDOS = 12
+
+
+def test_twelve_concurrent_undos_of_one_turn_revert_it_once(live_world: World, asgi_server: str):
+    world = live_world
+    state_before = dump(world.campaign)
+    played = play_turn(world, moves=3)
+    url = f"{asgi_server}/api/campaigns/{world.campaign.pk}/turns/{played.turn.pk}/undo/"
+    tokens = [api_token(asgi_server, u.username) for u in (world.player, world.owner, world.cogm)]
+    undo = [
+        partial(http, "POST", url, {"reason": f"click {i}"}, tokens[i % len(tokens)])
+        for i in range(UNDOS)
+    ]
+
+    answers = all_at_once(*undo)
+
+    assert [a[0] for a in answers] == [200] * UNDOS, answers
+    bodies = [body for _, _, body in answers]
+    winners = [b for b in bodies if b["reverted"]]
+    assert len(winners) == 1, bodies
+    assert sorted(winners[0]["reverted"]) == sorted(str(r.pk) for r in played.rows)
+    for body in bodies:
+        if body is not winners[0]:
+            assert body["reverted"] == []
+            assert {s["skip_reason"] for s in body["skipped"]} == {"already_reverted"}
+    rows = ToolInvocation.objects.filter(turn=played.turn)
+    assert {r.status for r in rows} == {"reverted"}
+    assert len({(r.reverted_by_id, r.revert_reason) for r in rows}) == 1
+    assert dump(world.campaign) == state_before
+
+
+CALLS = 8
+
+
+def test_valid_and_invalid_calls_at_once_never_collide_on_the_log(
+    live_world: World, asgi_server: str
+):
+    """Failed rows take the campaign lock like committed ones: both draw their sequence number
+    from one chain, so a burst of good and bad calls leaves distinct, gapless numbers."""
+    world = live_world
+    turn = world.turn(world.owner)
+    url = f"{asgi_server}/api/campaigns/{world.campaign.pk}/turns/{turn.pk}/tool-calls/"
+    token = api_token(asgi_server, world.owner.username)
+    valid = {"tool": "move_token", "input": {"creature_id": world.goblin.pk, "x": 3, "y": 4}}
+    invalid = {"tool": "move_token", "input": {"creature_id": world.goblin.pk, "x": "far"}}
+    calls = [partial(http, "POST", url, (valid, invalid)[i % 2], token) for i in range(2 * CALLS)]
+
+    answers = all_at_once(*calls)
+
+    assert sorted(a[0] for a in answers) == [201] * CALLS + [422] * CALLS, answers
+    rows = ToolInvocation.objects.filter(campaign=world.campaign)
+    assert sorted(rows.values_list("sequence", flat=True)) == list(range(1, 2 * CALLS + 1))
+    assert rows.filter(status="committed").count() == CALLS
+    assert rows.filter(status="failed").count() == CALLS

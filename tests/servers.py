@@ -1,0 +1,112 @@
+"""A real ASGI server for the tests that need one (browser, load, races through HTTP).
+
+pytest-django's `live_server` speaks WSGI only, and the table needs websockets, so the app runs
+in Daphne, forked by Channels' `DaphneProcess` after the test database exists (the child
+inherits the settings that point at it). A forked process cannot open SQLite's in-memory test
+database, so when a test using `asgi_server` is collected the SQLite test database becomes a
+file. Loaded as a plugin by tests/conftest.py.
+"""
+
+import json
+import os
+import tempfile
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from channels.routing import get_default_application
+from daphne.testing import DaphneProcess
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+from django.db import connections
+
+from tests.conftest import World, build_world
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if not any("asgi_server" in getattr(item, "fixturenames", ()) for item in session.items):
+        return
+    for alias in connections:
+        settings_dict = connections[alias].settings_dict
+        if settings_dict["ENGINE"].endswith("sqlite3") and not settings_dict["TEST"]["NAME"]:
+            name = f"undoable-gm-served-{os.getpid()}-{alias}.sqlite3"
+            settings_dict["TEST"]["NAME"] = os.path.join(tempfile.gettempdir(), name)
+
+
+# The server's PostgreSQL sessions carry this name, so a test can count them apart from its own.
+SERVER_APPLICATION_NAME = "undoable-gm-test-server"
+
+
+def _application():
+    """Runs in the forked child, before its first query."""
+    for connection in connections.all():
+        if connection.vendor == "postgresql":
+            connection.settings_dict["OPTIONS"]["application_name"] = SERVER_APPLICATION_NAME
+    return ASGIStaticFilesHandler(get_default_application())
+
+
+def _release_database_connections() -> None:
+    """The child must share none of this process's database sockets: close the connections and
+    any connection pool (whose open sockets a fork would copy); both reopen on first use."""
+    connections.close_all()
+    for connection in connections.all():
+        if connection.vendor == "postgresql" and connection.pool is not None:
+            connection.close_pool()
+
+
+@pytest.fixture
+def asgi_server(transactional_db, settings) -> Iterator[str]:
+    """The whole app (HTTP, websockets, static files) on a free localhost port, answering
+    turns with the scripted GM whatever the environment says."""
+    settings.GM_PROVIDER = "scripted"
+    _release_database_connections()
+    process = DaphneProcess(host="127.0.0.1", get_application=_application)
+    process.start()
+    try:
+        if not process.ready.wait(timeout=30):
+            error = "" if process.errors.empty() else process.errors.get_nowait()[1]
+            raise RuntimeError(f"Daphne did not start.\n{error}")
+        yield f"http://127.0.0.1:{process.port.value}"
+    finally:
+        process.terminate()
+        process.join(timeout=10)
+
+
+@pytest.fixture
+def live_world(transactional_db) -> World:
+    """The shared world, committed, so the server process sees it."""
+    return build_world()
+
+
+def http(
+    method: str, url: str, body: Any = None, token: str = "", timeout: float = 30
+) -> tuple[int, dict[str, str], Any]:
+    """One plain HTTP request, as an outside client sends it: (status, headers, parsed body).
+    The body is JSON when the server says so, else text, so an HTML error page shows as such."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method)
+    request.add_header("Accept", "application/json")
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
+    if token:
+        request.add_header("Authorization", f"Token {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            status, headers, raw = response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as error:
+        status, headers, raw = error.code, dict(error.headers), error.read()
+    if headers.get("Content-Type", "").startswith("application/json"):
+        return status, headers, json.loads(raw)
+    return status, headers, raw.decode(errors="replace")
+
+
+def api_token(base_url: str, username: str) -> str:
+    """Sign in through the API as a client would (test users' password is `pw-<name>`)."""
+    status, _, body = http(
+        "POST",
+        f"{base_url}/api/auth/token/",
+        {"username": username, "password": "pw-" + username},
+    )
+    assert status == 200, body
+    return body["token"]
