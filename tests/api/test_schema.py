@@ -12,7 +12,6 @@ pytestmark = pytest.mark.django_db
 CONTRACT = {
     ("post", "/api/auth/token/"),
     ("post", "/api/auth/register/"),
-    ("delete", "/api/auth/token/"),
     ("get", "/api/campaigns/"),
     ("post", "/api/campaigns/"),
     ("get", "/api/campaigns/{campaign_id}/"),
