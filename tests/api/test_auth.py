@@ -20,7 +20,6 @@ from rest_framework.test import APIClient
 
 from campaigns.accounts import TOKEN_EXPIRED, SignupRateThrottle
 from campaigns.models import Campaign
-from campaigns.ws_auth import user_for_token
 from tests.conftest import make_user
 
 pytestmark = pytest.mark.django_db
@@ -292,14 +291,6 @@ def test_a_client_still_sending_its_expired_token_signs_in_for_a_new_one(setting
     fresh = response.json()["token"]
     assert fresh != key
     assert APIClient(HTTP_AUTHORIZATION=f"Token {fresh}").get("/api/campaigns/").status_code == 200
-
-
-def test_the_websocket_refuses_an_expired_token_too(settings):
-    key = issued_token()
-    assert async_to_sync(user_for_token)(key).username == "ana"
-    age_token(key, settings.TOKEN_TTL + 1)
-    assert async_to_sync(user_for_token)(key).is_anonymous
-    assert not Token.objects.filter(key=key).exists()
 
 
 def test_the_lockout_answers_alike_through_the_asgi_handler_daphne_runs(settings):
