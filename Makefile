@@ -15,6 +15,7 @@ install: $(BIN)/.installed
 # Daphne's runserver (daphne is first in INSTALLED_APPS) serves HTTP and the websockets.
 run: install
 	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py createcachetable
 	$(BIN)/python manage.py seed_demo
 	$(BIN)/python manage.py runserver 127.0.0.1:8000
 

@@ -14,6 +14,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from campaigns import presenters
+from campaigns.accounts import SignupRateThrottle, too_many
 from campaigns.errors import NotFound
 from campaigns.forms import CampaignForm
 from campaigns.models import Campaign
@@ -30,8 +31,12 @@ def _member_campaign(request: HttpRequest, campaign_id: Any) -> Campaign:
 
 @require_http_methods(["GET", "POST"])
 def signup(request: HttpRequest) -> HttpResponse:
+    """The sign-up page, rate-limited per address by the same limiter as the API's sign-up."""
     if request.user.is_authenticated:
         return redirect("campaign_list")
+    throttle = SignupRateThrottle()
+    if not throttle.allow_request(request, None):
+        return too_many(request, what="Too many sign-ups from your address.", wait=throttle.wait())
     form = UserCreationForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         user = form.save()

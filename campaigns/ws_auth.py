@@ -16,6 +16,8 @@ from channels.security.websocket import AllowedHostsOriginValidator
 from django.contrib.auth.models import AnonymousUser
 from rest_framework.authtoken.models import Token
 
+from campaigns.accounts import token_expired
+
 ASGIApp = Any
 
 
@@ -40,7 +42,7 @@ def token_from_scope(scope: dict[str, Any]) -> str | None:
 @database_sync_to_async
 def user_for_token(key: str) -> Any:
     token = Token.objects.select_related("user").filter(key=key).first()
-    if token is None or not token.user.is_active:
+    if token is None or not token.user.is_active or token_expired(token):
         return AnonymousUser()
     return token.user
 

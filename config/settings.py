@@ -7,6 +7,7 @@ switches to PostgreSQL and `REDIS_URL=redis://...` to channels-redis; production
 """
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -52,6 +53,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "channels",
     "guardian",
+    "axes",
     "campaigns",
     "ai_tools",
     "audit",
@@ -69,6 +71,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Database or channel-layer outages in a view: 503 with Retry-After, never a 500.
     "campaigns.middleware.ServiceUnavailableMiddleware",
+    # Last, as django-axes requires: turns a locked-out sign-in into the lockout answer.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -162,11 +166,46 @@ else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
 AUTHENTICATION_BACKENDS = [
+    # First: refuses a locked-out username+address before any password is checked.
+    "axes.backends.AxesBackend",
     "django.contrib.auth.backends.ModelBackend",
     "guardian.backends.ObjectPermissionBackend",
 ]
 # No anonymous guardian user: anonymous requests never hold object permissions.
 ANONYMOUS_USER_NAME = None
+
+# Failed sign-ins (API token, sign-in page, admin) lock one username from one address: locking a
+# username alone would let anyone lock a player out; locking an address alone would lock out a
+# whole shared network. Attempts live in the database, so every process sees them.
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_FAILURE_LIMIT = int(os.environ.get("LOGIN_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = timedelta(seconds=int(os.environ.get("LOGIN_COOLOFF", "900")))
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "campaigns.accounts.login_locked_out"
+# The client address is REMOTE_ADDR only (a client can write X-Forwarded-For). Behind a reverse
+# proxy, run Daphne with --proxy-headers so REMOTE_ADDR is the client's address.
+AXES_IPWARE_META_PRECEDENCE_ORDER = ("REMOTE_ADDR",)
+
+# API tokens die this many seconds after they are issued; signing in again issues a new one.
+TOKEN_TTL = int(os.environ.get("TOKEN_TTL", str(7 * 24 * 3600)))
+
+# Sign-up rate limits count in this cache, which every process must share: Redis when there is
+# one, else a table in the database (`manage.py createcachetable`; the test database has it).
+if os.environ.get("REDIS_URL"):
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": os.environ["REDIS_URL"],
+            "KEY_PREFIX": "cache",
+        }
+    }
+else:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "LOCATION": "django_cache",
+        }
+    }
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -195,9 +234,12 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "campaigns.accounts.ExpiringTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
+    "DEFAULT_THROTTLE_RATES": {"signup": os.environ.get("SIGNUP_RATE", "10/hour")},
+    # Throttles key on REMOTE_ADDR, never on a client-written X-Forwarded-For (see AXES above).
+    "NUM_PROXIES": 0,
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",

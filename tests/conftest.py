@@ -1,5 +1,6 @@
 """Shared fixtures: people with every role, a small world, and captured broadcasts."""
 
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +29,16 @@ def pytest_configure(config: Any) -> None:
 
     # Tests create many users; the production hasher is deliberately slow.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def own_cache_namespace(settings) -> None:
+    """Rate-limit counters live in the shared cache (Redis in CI), which no test transaction
+    rolls back: each test counts in a key namespace of its own, and nothing is flushed."""
+    settings.CACHES = {
+        alias: {**config, "KEY_PREFIX": uuid.uuid4().hex}
+        for alias, config in settings.CACHES.items()
+    }
 
 
 postgres_only = pytest.mark.skipif(

@@ -1,8 +1,12 @@
-"""Sign-in, sign-up and sign-out pages."""
+"""Sign-in, sign-up and sign-out pages: lockout after failed sign-ins, the sign-up rate limit,
+and a sign-out that ends the session for the pages and the API."""
 
+from django.conf import settings
 from django.contrib.auth.models import User
+from django.contrib.sessions.models import Session
 from django.test import Client
 
+from campaigns.accounts import SignupRateThrottle
 from tests.conftest import make_user
 
 
@@ -66,3 +70,59 @@ def test_signing_out_ends_the_session(db, client: Client):
     assert response.status_code == 302
     assert response["Location"] == "/accounts/login/"
     assert client.get("/campaigns/").status_code == 302
+
+
+def sign_in(client: Client, password: str, username: str = "alice"):
+    return client.post("/accounts/login/", {"username": username, "password": password})
+
+
+def test_the_nth_failed_sign_in_shows_the_lockout_page(db, client: Client, settings):
+    make_user("alice")
+    for _ in range(settings.AXES_FAILURE_LIMIT - 1):
+        assert b"Wrong username or password" in sign_in(client, "nope").content
+    for password in ("nope", "pw-alice"):
+        response = sign_in(client, password)
+        assert response.status_code == 429
+        assert response["Retry-After"] == str(int(settings.AXES_COOLOFF_TIME.total_seconds()))
+        assert b"Too many failed sign-ins for this username from your address." in response.content
+        assert b'role="alert"' in response.content
+    assert client.get("/campaigns/").status_code == 302
+    assert sign_in(Client(REMOTE_ADDR="10.0.0.9"), "pw-alice").status_code == 302
+
+
+def test_signing_in_clears_the_failures(db, client: Client, settings):
+    make_user("alice")
+    for _ in range(settings.AXES_FAILURE_LIMIT - 1):
+        sign_in(client, "nope")
+    assert sign_in(client, "pw-alice").status_code == 302
+    client.post("/accounts/logout/")
+    for _ in range(settings.AXES_FAILURE_LIMIT - 1):
+        assert sign_in(client, "nope").status_code == 200
+
+
+def test_sign_ups_past_the_rate_get_a_429_page(db, client: Client):
+    password = "a-long-dragon-phrase-41"
+    for n in range(SignupRateThrottle().num_requests):
+        fresh = Client()
+        body = {"username": f"newbie{n}", "password1": password, "password2": password}
+        assert fresh.post("/accounts/signup/", body).status_code == 302
+    assert client.get("/accounts/signup/").status_code == 200
+    body = {"username": "late", "password1": password, "password2": password}
+    response = client.post("/accounts/signup/", body)
+    assert response.status_code == 429
+    assert b"Too many sign-ups from your address." in response.content
+    assert 0 < int(response["Retry-After"]) <= 3600
+    assert not User.objects.filter(username="late").exists()
+
+
+def test_signing_out_ends_the_session_everywhere(db, client: Client):
+    make_user("alice")
+    sign_in(client, "pw-alice")
+    cookie = client.cookies[settings.SESSION_COOKIE_NAME].value
+    assert client.get("/api/campaigns/").status_code == 200
+    client.post("/accounts/logout/")
+    assert not Session.objects.filter(session_key=cookie).exists()
+    replay = Client()
+    replay.cookies[settings.SESSION_COOKIE_NAME] = cookie
+    assert replay.get("/campaigns/").status_code == 302
+    assert replay.get("/api/campaigns/").status_code == 401
