@@ -1,22 +1,59 @@
-"""Shared set-up for benchmarks: a PostgreSQL database of their own, migrated, Django ready."""
+"""Shared set-up for benchmarks: sizes from the command line (`--smoke` for tiny ones), and a
+PostgreSQL database of their own, migrated, Django ready, dropped afterwards."""
 
+import argparse
 import os
+import signal
 import sys
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def django_on_postgres(database: str) -> None:
-    """Point Django at a fresh `database` on the local PostgreSQL (dropped and created anew, so
-    runs do not accumulate rows) and migrate it."""
+def sizes(doc: str | None, full: dict[str, Any], smoke: dict[str, Any]) -> dict[str, Any]:
+    """The run's sizes: `full` by default, `smoke` with `--smoke` (tiny, seconds, the same code
+    paths, so CI notices a benchmark broken by a schema change), each overridable by a positional
+    argument in `full`'s order (a list-valued size takes the remaining arguments)."""
+    parser = argparse.ArgumentParser(
+        description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes: does it still run?")
+    for name, default in full.items():
+        many = isinstance(default, list)
+        parser.add_argument(name, nargs="*" if many else "?", type=int, help=f"default {default}")
+    options = vars(parser.parse_args())
+    chosen = smoke if options.pop("smoke") else full
+    if chosen is smoke:
+        print("smoke run: tiny sizes; the figures below are not measurements")
+    return {name: chosen[name] if value in (None, []) else value for name, value in options.items()}
+
+
+@contextmanager
+def django_on_postgres(name: str) -> Iterator[None]:
+    """Point Django at a new database `bench_<name>_<random>` on the local PostgreSQL, migrated,
+    and drop it when the body ends, also when it fails or is interrupted (SIGINT, SIGTERM). The
+    random suffix lets runs share a server: CI twice in a row, or two people at once."""
     import psycopg
 
     base = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432")
+    database = f"bench_{name}_{uuid.uuid4().hex[:8]}"
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{database}"')
-    os.environ["DATABASE_URL"] = f"{base}/{database}"
+    try:
+        _django_setup(f"{base}/{database}")
+        yield
+    finally:  # FORCE ends the sessions still open, this process's and its threads'
+        with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+
+
+def _django_setup(url: str) -> None:
+    os.environ["DATABASE_URL"] = url
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     sys.path.insert(0, str(ROOT))
     import django

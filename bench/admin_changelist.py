@@ -1,20 +1,23 @@
 """The invocation changelist at 1,000,000 log rows on PostgreSQL, against 1,000 (SPEC §9,
 issue 5: "renders in under a second").
 
-One run, one database of its own (`bench_admin`, dropped and created anew): the log is filled
-to 1,000 rows and every page below is timed, then filled to 1,000,000 rows with the same shape
-and timed again. Each figure is the median wall time of a full render through Django's test
-client (session, permissions, filters, count, the page, the template), signed in as a
-superuser. A benchmark, not a test: it asserts nothing.
+One run, one database of its own (`bench_admin_<random>`, dropped at the end): the log is filled
+to 1,000 valid rows (numbered, chained, sealed; `verify_log` walks them at the end) and every
+page below is timed, then filled to 1,000,000 rows with the same shape and timed again. Each
+figure is the median wall time of a full render through Django's test client (session,
+permissions, filters, count, the page, the template), signed in as a superuser.
+A benchmark, not a test: it asserts no figure, only that every step did what it should.
 
-    .venv/bin/python bench/admin_changelist.py [big_rows] [rounds]
+    .venv/bin/python bench/admin_changelist.py [--smoke] [big_rows] [rounds] [small_rows]
+                                               [warmup]
 """
 
 import statistics
-import sys
 import time
+from datetime import datetime, timedelta
 
-from _setup import django_on_postgres
+from _log import log_append, log_verify
+from _setup import django_on_postgres, sizes
 
 CAMPAIGNS = 40
 TOOLS = (
@@ -49,54 +52,53 @@ def make_campaigns() -> list:
 
 
 def fill_log(campaigns: list, first: int, last: int) -> None:
-    """Append log rows `first`..`last` with one INSERT ... SELECT generate_series. Row g belongs
-    to campaign g % 40 with sequence g // 40 + 1; rows are ten seconds apart, the newest now;
-    about 90 % committed, 5 % failed, 5 % reverted; three models, two sources; snapshots and
-    post-states shaped like a real modify_creature call."""
+    """Append log rows `first`..`last`, numbered, chained and sealed as the dispatch would. Row g
+    belongs to campaign g % 40; rows are ten seconds apart, the newest now; about 90 % committed,
+    5 % failed, 5 % reverted; three models, two sources; snapshots and post-states shaped like a
+    real modify_creature call."""
     from django.db import connection
+    from django.utils import timezone
 
     from audit.models import ToolInvocation
 
-    ids = ", ".join(f"'{c.pk}'::uuid" for c in campaigns)
-    owners = ", ".join(str(c.owner_id) for c in campaigns)
-    names = ", ".join(f"'{name}'" for name, _ in TOOLS)
-    tiers = ", ".join(f"'{tier}'" for _, tier in TOOLS)
-    models = ", ".join(f"'{m}'" for m in MODELS)
-    entity = "'creature:' || mod(g, 97) || '/vitals'"
-    vitals = "jsonb_build_object('hp', {}, 'max_hp', 30, 'temp_hp', 0, 'conditions', '[]'::jsonb)"
-    before, after = vitals.format(30), vitals.format("30 - mod(g, 9)")
+    now = timezone.now()
+    log_append(
+        _row(campaigns, g, now - (last - g) * timedelta(seconds=10)) for g in range(first, last + 1)
+    )
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"""
-            INSERT INTO {ToolInvocation._meta.db_table}
-              (id, campaign_id, user_id, sequence, tool_name, tool_tier, input, result, status,
-               error, revertible, revert_snapshot, post_state, write_set, read_set,
-               broadcast_events, model, source, created_at, committed_at, revert_reason)
-            SELECT gen_random_uuid(),
-                   (ARRAY[{ids}])[1 + mod(g, {CAMPAIGNS})],
-                   (ARRAY[{owners}])[1 + mod(g, {CAMPAIGNS})],
-                   g / {CAMPAIGNS} + 1,
-                   (ARRAY[{names}])[1 + mod(g, {len(TOOLS)})],
-                   (ARRAY[{tiers}])[1 + mod(g, {len(TOOLS)})],
-                   jsonb_build_object('creature_id', mod(g, 97), 'hp_delta', -(mod(g, 9))),
-                   jsonb_build_object('hp', 30 - mod(g, 9)),
-                   CASE WHEN mod(g, 20) = 0 THEN 'failed' WHEN mod(g, 20) = 1 THEN 'reverted'
-                        ELSE 'committed' END,
-                   CASE WHEN mod(g, 20) = 0 THEN 'Invalid input: bench' ELSE '' END,
-                   true,
-                   jsonb_build_object('entities', jsonb_build_object({entity}, {before})),
-                   jsonb_build_object({entity}, {after}),
-                   jsonb_build_array({entity}), '[]'::jsonb, '[]'::jsonb,
-                   (ARRAY[{models}])[1 + mod(g, {len(MODELS)})],
-                   CASE WHEN mod(g, 4) = 0 THEN 'api' ELSE 'gm' END,
-                   now() - ({last} - g) * interval '10 seconds',
-                   now() - ({last} - g) * interval '10 seconds',
-                   ''
-            FROM generate_series(%s, %s) AS g
-            """,
-            [first, last],
-        )
         cursor.execute(f"VACUUM ANALYZE {ToolInvocation._meta.db_table}")
+
+
+def _row(campaigns: list, g: int, at: datetime):
+    from audit.models import ToolInvocation
+
+    campaign = campaigns[g % CAMPAIGNS]
+    tool_name, tier = TOOLS[g % len(TOOLS)]
+    entity = f"creature:{g % 97}/vitals"
+    hp = 30 - g % 9
+    status = {0: "failed", 1: "reverted"}.get(g % 20, "committed")
+    return ToolInvocation(
+        campaign_id=campaign.pk,
+        user_id=campaign.owner_id,
+        tool_name=tool_name,
+        tool_tier=tier,
+        input={"creature_id": g % 97, "hp_delta": -(g % 9)},
+        result={"hp": hp},
+        status=status,
+        error="Invalid input: bench" if status == "failed" else "",
+        revertible=True,
+        revert_snapshot={"entities": {entity: _vitals(30)}},
+        post_state={entity: _vitals(hp)},
+        write_set=[entity],
+        model=MODELS[g % len(MODELS)],
+        source="api" if g % 4 == 0 else "gm",
+        created_at=at,
+        committed_at=at,
+    )
+
+
+def _vitals(hp: int) -> dict:
+    return {"hp": hp, "max_hp": 30, "temp_hp": 0, "conditions": []}
 
 
 def pages(campaigns: list) -> dict[str, str]:
@@ -115,7 +117,7 @@ def pages(campaigns: list) -> dict[str, str]:
     }
 
 
-def measure(client, rounds: int, campaigns: list) -> dict[str, tuple[float, int]]:
+def measure(client, rounds: int, warmup: int, campaigns: list) -> dict[str, tuple[float, int]]:
     """Median milliseconds and query count of each page."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
@@ -124,7 +126,8 @@ def measure(client, rounds: int, campaigns: list) -> dict[str, tuple[float, int]
     base = reverse("admin:audit_toolinvocation_changelist")
     results = {}
     for name, query in pages(campaigns).items():
-        client.get(base + query)  # warm the caches like a page served before
+        for _ in range(warmup):  # warm the caches like a page served before
+            client.get(base + query)
         times = []
         for _ in range(rounds):
             with CaptureQueriesContext(connection) as queries:
@@ -136,8 +139,7 @@ def measure(client, rounds: int, campaigns: list) -> dict[str, tuple[float, int]
     return results
 
 
-def main(big_rows: int, rounds: int) -> None:
-    django_on_postgres("bench_admin")
+def main(big_rows: int, rounds: int, small_rows: int, warmup: int) -> None:
     from django.conf import settings
     from django.contrib.auth.models import User
     from django.test import Client
@@ -147,23 +149,29 @@ def main(big_rows: int, rounds: int) -> None:
     client = Client()
     client.force_login(User.objects.create_superuser("bench-admin", "a@example.com", "pw"))
 
-    fill_log(campaigns, 1, 1_000)
-    small = measure(client, rounds, campaigns)
+    fill_log(campaigns, 1, small_rows)
+    small = measure(client, rounds, warmup, campaigns)
     started = time.perf_counter()
-    fill_log(campaigns, 1_001, big_rows)
+    fill_log(campaigns, small_rows + 1, big_rows)
     print(f"log grown to {big_rows:,} rows in {time.perf_counter() - started:.1f} s")
-    big = measure(client, rounds, campaigns)
+    big = measure(client, rounds, warmup, campaigns)
 
     print(f"invocation changelist, median of {rounds} renders (queries per render):")
-    print(f"  {'page':<22}{'1,000 rows':>18}{f'{big_rows:,} rows':>22}{'ratio':>9}")
+    print(f"  {'page':<22}{f'{small_rows:,} rows':>18}{f'{big_rows:,} rows':>22}{'ratio':>9}")
     for name, (ms_small, q_small) in small.items():
         ms_big, q_big = big[name]
         print(
             f"  {name:<22}{ms_small:>10.1f} ms ({q_small:>2}){ms_big:>14.1f} ms ({q_big:>2})"
             f"{ms_big / ms_small:>8.2f}x"
         )
+    log_verify()
 
 
 if __name__ == "__main__":
-    args = [int(a) for a in sys.argv[1:]]
-    main(args[0] if args else 1_000_000, args[1] if len(args) > 1 else 10)
+    run = sizes(
+        __doc__,
+        full={"big_rows": 1_000_000, "rounds": 10, "small_rows": 1_000, "warmup": 1},
+        smoke={"big_rows": 2_000, "rounds": 1, "small_rows": 200, "warmup": 0},
+    )
+    with django_on_postgres("admin"):
+        main(**run)

@@ -6,45 +6,54 @@
 2. N concurrent undos (threads, one connection each) of distinct turns, in ONE campaign (they
    serialise on its row lock) and spread over N campaigns (they do not).
 
-    .venv/bin/python bench/undo_scale.py [big_rows] [rounds]
+The log is filled with valid rows (numbered, chained, sealed) and `verify_log` walks it at the
+end, undone turns included.
 
-A benchmark, not a test: it asserts nothing.
+    .venv/bin/python bench/undo_scale.py [--smoke] [big_rows] [rounds] [small_rows] [warmup]
+                                         [concurrency ...]
+
+A benchmark, not a test: it asserts no figure, only that every step did what it should.
 """
 
 import statistics
-import sys
 import threading
 import time
 import uuid
 
-from _setup import django_on_postgres
+from _log import log_append, log_verify
+from _setup import django_on_postgres, sizes
 
 
 def fill_log(campaign, user, creature_ids: list[int], rows: int) -> None:
-    """Append `rows` committed invocations (and their write-set entries) with one SQL statement
-    each, shaped like real move_token calls, without going through Python per row."""
+    """Append `rows` committed invocations shaped like real move_token calls (chained and sealed
+    as the dispatch would), then their write-set entries with one SQL statement."""
     from django.db import connection
+    from django.utils import timezone
 
     from audit.models import ToolInvocation, WriteSetEntry
 
-    ids = ",".join(map(str, creature_ids))
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"""
-            INSERT INTO {ToolInvocation._meta.db_table}
-              (id, campaign_id, user_id, sequence, tool_name, tool_tier, input, result, status,
-               error, revertible, revert_snapshot, post_state, write_set, read_set,
-               broadcast_events, model, source, created_at, committed_at, revert_reason)
-            SELECT gen_random_uuid(), %(campaign)s, %(user)s, g, 'move_token', 'low',
-                   jsonb_build_object('creature_id', c, 'x', g %% 50, 'y', 1), '{{}}'::jsonb,
-                   'committed', '', true, '{{"entities": {{}}}}'::jsonb, '{{}}'::jsonb,
-                   jsonb_build_array('creature:' || c || '/position'), '[]'::jsonb, '[]'::jsonb,
-                   'bench', 'bench', now(), now(), ''
-            FROM generate_series(1, %(rows)s) AS g,
-                 LATERAL (SELECT (ARRAY[{ids}])[1 + g %% {len(creature_ids)}] AS c) AS pick
-            """,
-            {"campaign": campaign.pk, "user": user.pk, "rows": rows},
+    now = timezone.now()
+    log_append(
+        ToolInvocation(
+            campaign_id=campaign.pk,
+            user_id=user.pk,
+            tool_name="move_token",
+            tool_tier="low",
+            input={"creature_id": creature, "x": g % 50, "y": 1},
+            result={},
+            status=ToolInvocation.Status.COMMITTED,
+            revert_snapshot={"entities": {}},
+            post_state={},
+            write_set=[f"creature:{creature}/position"],
+            model="bench",
+            source="bench",
+            created_at=now,
+            committed_at=now,
         )
+        for g in range(1, rows + 1)
+        for creature in [creature_ids[g % len(creature_ids)]]
+    )
+    with connection.cursor() as cursor:
         cursor.execute(
             f"""
             INSERT INTO {WriteSetEntry._meta.db_table}
@@ -86,7 +95,10 @@ def play_turn(campaign, owner, creatures, slot: int = 0):
         ("move_token", {"creature_id": creatures[2 * slot + 1].pk, "x": 3, "y": 3}),
         ("write_memory", {"content": "bench"}),
     ):
-        invocation_dispatch(campaign=campaign, actor=owner, tool_name=tool, input=data, turn=turn)
+        row = invocation_dispatch(
+            campaign=campaign, actor=owner, tool_name=tool, input=data, turn=turn
+        )
+        assert row.status == row.Status.COMMITTED, (tool, row.error)
     return turn
 
 
@@ -102,18 +114,25 @@ def timed_undo(campaign, owner, creatures) -> float:
 
 
 def concurrent_undos(tables, n: int) -> float:
-    """Wall time for n threads each undoing its own turn at once."""
+    """Wall time for n threads each undoing its own turn at once. A thread's failure, or an undo
+    that did not revert its whole turn, fails the run after the others are done."""
     from django.db import connection
 
     from audit.services import turn_undo
 
     turns = [(table, play_turn(*table, slot=i)) for i, table in enumerate(tables)]
     barrier = threading.Barrier(n + 1)
+    failures: list[BaseException] = []
 
     def work(table, turn) -> None:
-        barrier.wait()
-        turn_undo(campaign_id=table[0].pk, turn_id=turn.pk, user=table[1])
-        connection.close()
+        try:
+            barrier.wait()
+            outcome = turn_undo(campaign_id=table[0].pk, turn_id=turn.pk, user=table[1])
+            assert len(outcome.reverted) == 3, outcome
+        except BaseException as exc:
+            failures.append(exc)
+        finally:
+            connection.close()
 
     threads = [threading.Thread(target=work, args=pair) for pair in turns]
     for thread in threads:
@@ -122,38 +141,60 @@ def concurrent_undos(tables, n: int) -> float:
     start = time.perf_counter()
     for thread in threads:
         thread.join()
+    if failures:
+        raise failures[0]
     return time.perf_counter() - start
 
 
-def main(big_rows: int, rounds: int) -> None:
-    django_on_postgres("bench_undo")
+def main(small_rows: int, big_rows: int, rounds: int, warmup: int, concurrency: list[int]) -> None:
     started = time.perf_counter()
-    small = make_table("small", 1_000)
+    small = make_table("small", small_rows)
     big = make_table("big", big_rows)
-    print(f"log filled: 1,000 and {big_rows:,} rows in {time.perf_counter() - started:.1f} s")
+    print(
+        f"log filled: {small_rows:,} and {big_rows:,} rows in {time.perf_counter() - started:.1f} s"
+    )
 
-    times: dict[str, list[float]] = {"1K": [], "big": []}
-    for _ in range(5):
+    times: dict[str, list[float]] = {"small": [], "big": []}
+    for _ in range(warmup):
         timed_undo(*small)
         timed_undo(*big)
     for _ in range(rounds):
-        times["1K"].append(timed_undo(*small))
+        times["small"].append(timed_undo(*small))
         times["big"].append(timed_undo(*big))
     med = {k: statistics.median(v) * 1000 for k, v in times.items()}
     print(
-        f"undo of a 3-call turn, median of {rounds}: log of 1,000 rows {med['1K']:.2f} ms, "
-        f"log of {big_rows:,} rows {med['big']:.2f} ms, ratio {med['big'] / med['1K']:.2f}x"
+        f"undo of a 3-call turn, median of {rounds}: log of {small_rows:,} rows "
+        f"{med['small']:.2f} ms, log of {big_rows:,} rows {med['big']:.2f} ms, "
+        f"ratio {med['big'] / med['small']:.2f}x"
     )
 
-    for n in (1, 10, 40):
+    for n in concurrency:
         one = concurrent_undos([small] * n, n)
         spread = concurrent_undos([make_table(f"spread{n}-{i}", 0) for i in range(n)], n)
         print(
             f"{n:>3} concurrent undos: one campaign {one * 1000:8.1f} ms "
             f"({n / one:6.1f}/s), {n} campaigns {spread * 1000:8.1f} ms ({n / spread:6.1f}/s)"
         )
+    log_verify()
 
 
 if __name__ == "__main__":
-    args = [int(a) for a in sys.argv[1:]]
-    main(args[0] if args else 1_000_000, args[1] if len(args) > 1 else 30)
+    run = sizes(
+        __doc__,
+        full={
+            "big_rows": 1_000_000,
+            "rounds": 30,
+            "small_rows": 1_000,
+            "warmup": 5,
+            "concurrency": [1, 10, 40],
+        },
+        smoke={
+            "big_rows": 2_000,
+            "rounds": 3,
+            "small_rows": 200,
+            "warmup": 1,
+            "concurrency": [1, 4],
+        },
+    )
+    with django_on_postgres("undo"):
+        main(**run)

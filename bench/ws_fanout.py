@@ -2,24 +2,25 @@
 each of N connected websocket clients, N = 10, 50, 200, through channels-redis, with the
 in-memory layer measured side by side in the same run as the baseline.
 
-    REDIS_URL=redis://127.0.0.1:6379/4 .venv/bin/python bench/ws_fanout.py [rounds] [N ...]
+    .venv/bin/python bench/ws_fanout.py [--smoke] [rounds] [N ...]
+
+(REDIS_URL, the channels-redis server, defaults to redis://127.0.0.1:6379/4.)
 
 Clients are Channels `WebsocketCommunicator`s running the project's real ASGI stack (token
 auth, membership check, the consumer) in this one process; the undo runs through
 `audit.services.turn_undo` on PostgreSQL. The clock starts in an on-commit hook registered
 before the undo's own broadcast, so it measures commit → publish → layer → consumer → client.
-A benchmark, not a test: it asserts nothing.
+A benchmark, not a test: it asserts no figure, only that every step did what it should.
 """
 
 import asyncio
 import os
 import statistics
-import sys
 import time
 import uuid
 from typing import Any
 
-from _setup import django_on_postgres
+from _setup import django_on_postgres, sizes
 
 LAYERS = ("redis", "in-memory")
 TIMEOUT = 30
@@ -58,13 +59,14 @@ def hit(table: dict[str, Any]) -> Any:
     from campaigns.services import turn_create
 
     turn = turn_create(campaign=table["campaign"], actor=table["owner"], message="I attack.")
-    invocation_dispatch(
+    row = invocation_dispatch(
         campaign=table["campaign"],
         actor=table["owner"],
         tool_name="modify_creature",
         input={"creature_id": table["dummy"].pk, "hp_delta": -1},
         turn=turn,
     )
+    assert row.status == row.Status.COMMITTED, row.error
     return turn
 
 
@@ -77,7 +79,8 @@ def undo(table: dict[str, Any], turn: Any) -> float:
     committed: list[float] = []
     with transaction.atomic():
         transaction.on_commit(lambda: committed.append(time.perf_counter()))
-        turn_undo(campaign_id=table["campaign"].pk, turn_id=turn.pk, user=table["owner"])
+        outcome = turn_undo(campaign_id=table["campaign"].pk, turn_id=turn.pk, user=table["owner"])
+    assert len(outcome.reverted) == 1, outcome
     return committed[0]
 
 
@@ -129,9 +132,7 @@ def percentile(values: list[float], q: int) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
 
 
-def main(rounds: int, sizes: list[int]) -> None:
-    os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/4")
-    django_on_postgres("bench_ws_fanout")
+def main(rounds: int, counts: list[int]) -> None:
     from django.conf import settings
     from django.db import connections
 
@@ -139,7 +140,7 @@ def main(rounds: int, sizes: list[int]) -> None:
     results: dict[tuple[str, int], list[float]] = {}
     for layer in LAYERS:
         use_layer(layer, redis)
-        for clients in sizes:
+        for clients in counts:
             results[layer, clients] = asyncio.run(measure(clients, rounds))
             connections.close_all()
     print(
@@ -150,15 +151,15 @@ def main(rounds: int, sizes: list[int]) -> None:
         f"{'layer':<10} {'clients':>7} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8} {'p50/p50@N0':>11}"
     )
     for layer in LAYERS:
-        base = statistics.median(results[layer, sizes[0]])
-        for clients in sizes:
+        base = statistics.median(results[layer, counts[0]])
+        for clients in counts:
             values = results[layer, clients]
             p50 = statistics.median(values)
             print(
                 f"{layer:<10} {clients:>7} {p50:>8.2f} {percentile(values, 95):>8.2f} "
                 f"{max(values):>8.2f} {p50 / base:>10.2f}x"
             )
-    for clients in sizes:
+    for clients in counts:
         ratio = statistics.median(results["redis", clients]) / statistics.median(
             results["in-memory", clients]
         )
@@ -166,5 +167,11 @@ def main(rounds: int, sizes: list[int]) -> None:
 
 
 if __name__ == "__main__":
-    arguments = [int(a) for a in sys.argv[1:]]
-    main(arguments[0] if arguments else 20, arguments[1:] or [10, 50, 200])
+    run = sizes(
+        __doc__,
+        full={"rounds": 20, "counts": [10, 50, 200]},
+        smoke={"rounds": 2, "counts": [2, 5]},
+    )
+    os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/4")
+    with django_on_postgres("ws_fanout"):
+        main(**run)
