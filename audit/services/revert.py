@@ -165,7 +165,7 @@ def revert_plan(
                 {
                     "id": str(r.pk),
                     "tool_name": r.tool_name,
-                    "summary": registry.write_tool(r.tool_name).summary(r.input),
+                    "summary": registry.summary(r.tool_name, r.input),
                     "skip_reason": None,
                 }
                 for r in chain
@@ -174,7 +174,7 @@ def revert_plan(
                 {
                     "id": str(r.pk),
                     "tool_name": r.tool_name,
-                    "summary": registry.write_tool(r.tool_name).summary(r.input),
+                    "summary": registry.summary(r.tool_name, r.input),
                     "skip_reason": skip_reason(r),
                 }
                 for r in sorted(rows, key=lambda r: -r.sequence)
