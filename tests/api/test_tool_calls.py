@@ -1,6 +1,8 @@
 """`POST …/turns/{tid}/tool-calls/`: an external agent's tool call through the audited dispatch."""
 
 import pytest
+from django.test import Client
+from django.urls import reverse
 
 from audit.models import SecurityEvent, ToolInvocation
 from campaigns.models import Creature
@@ -174,3 +176,30 @@ def test_an_undone_turn_takes_no_more_tool_calls(world, as_player):
     )
     assert response.status_code == 409
     assert ToolInvocation.objects.count() == 1
+
+
+def test_a_logged_unknown_tool_breaks_no_reader(world, as_owner, staff):
+    """The failed row of a made-up tool is read by the plan, the feed and the admin: each names
+    the tool instead of asking the registry for a tool that does not exist."""
+    turn = world.turn(world.owner)
+    body = as_owner.post(
+        tool_call_url(world, turn), {"tool": "delete_world", "input": {}}, format="json"
+    ).json()
+    plan = as_owner.get(campaign_url(world, f"turns/{turn.pk}/undo-plan/"))
+    assert plan.status_code == 200
+    assert plan.json()["invocations"] == [
+        {
+            "id": body["invocation"],
+            "tool_name": "delete_world",
+            "summary": "delete_world",
+            "skip_reason": "not_committed",
+        }
+    ]
+    page = Client()
+    page.force_login(world.owner)
+    feed = page.get(f"/campaigns/{world.campaign.pk}/feed/", {"turn": turn.pk})
+    assert feed.status_code == 200 and "delete_world" in feed.content.decode()
+    admin = Client()
+    admin.force_login(staff)
+    detail = admin.get(reverse("admin:audit_toolinvocation_change", args=[body["invocation"]]))
+    assert detail.status_code == 200 and "delete_world" in detail.content.decode()
