@@ -171,7 +171,7 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Undoable AI Game Master API",
     "DESCRIPTION": (
         "Every write-capable AI tool call is logged before it mutates and is undoable.\n\n"
-        "Every error is JSON `{\"detail\": ...}`. Request bodies are JSON objects: unknown fields "
+        'Every error is JSON `{"detail": ...}`. Request bodies are JSON objects: unknown fields '
         "are refused (400), a body of another media type is 415, and a method a path does not "
         "list is 405 with an `Allow` header naming the methods it has."
     ),
