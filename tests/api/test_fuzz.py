@@ -18,7 +18,6 @@ import schemathesis
 from django.core.handlers.wsgi import WSGIHandler
 from django.core.signals import request_finished, request_started
 from django.db import close_old_connections, connection
-from django.test import Client
 from hypothesis import HealthCheck, given, seed, settings
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
@@ -60,6 +59,15 @@ def known_ids(world: World, played: PlayedTurn) -> dict[str, Any]:
     }
 
 
+def owner_token(schema: Any, world: World, **transport: Any) -> str:
+    """Signed in as an outside client would be: a token from the API, over the same transport."""
+    credentials = {"username": world.owner.username, "password": "pw-owner"}
+    case = schema["/api/auth/token/"]["POST"].Case(body=credentials, media_type="application/json")
+    answer = case.call(**transport)
+    assert answer.status_code == 200, answer.text
+    return answer.json()["token"]
+
+
 def fuzz_every_operation(
     schema: Any, world: World, token: str, call: Callable[[Any], Any], fuzz_seed: int
 ) -> None:
@@ -98,15 +106,13 @@ def fuzz_every_operation(
 def test_fuzzed_requests_to_a_real_server_get_documented_answers(world: World, api_server: str):
     fuzz_seed = run_seed()
     schema = schemathesis.openapi.from_url(f"{api_server}/api/schema/?format=json")
-    credentials = {"username": world.owner.username, "password": "pw-owner"}
-    answer = requests.post(f"{api_server}/api/auth/token/", json=credentials, timeout=10)
-    assert answer.status_code == 200, answer.text
+    token = owner_token(schema, world, base_url=api_server)
     with requests.Session() as session:
 
         def call(case: Any) -> None:
             case.call_and_validate(base_url=api_server, session=session, checks=CHECKS)
 
-        fuzz_every_operation(schema, world, answer.json()["token"], call, fuzz_seed)
+        fuzz_every_operation(schema, world, token, call, fuzz_seed)
 
 
 @pytest.fixture
@@ -128,11 +134,9 @@ def wsgi_app() -> Iterator[WSGIHandler]:
 def test_fuzzed_requests_in_process_get_documented_answers(world: World, wsgi_app: WSGIHandler):
     fuzz_seed = run_seed()
     schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", wsgi_app)
-    credentials = {"username": world.owner.username, "password": "pw-owner"}
-    answer = Client().post("/api/auth/token/", credentials, content_type="application/json")
-    assert answer.status_code == 200, answer.content
+    token = owner_token(schema, world)
 
     def call(case: Any) -> None:
         case.call_and_validate(checks=CHECKS)
 
-    fuzz_every_operation(schema, world, answer.json()["token"], call, fuzz_seed)
+    fuzz_every_operation(schema, world, token, call, fuzz_seed)
