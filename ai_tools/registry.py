@@ -28,6 +28,13 @@ def write_tool(name: str) -> WriteTool:
         raise InvalidInput(f"Unknown tool {name!r}.") from None
 
 
+def summary(name: str, data: object) -> str:
+    """A logged call's one line for people. The log also holds calls of tools that do not exist
+    (an agent's made-up name, a tool since removed): those are named only, never a crash."""
+    tool = _write_tools.get(name)
+    return tool.summary(data) if tool is not None else name
+
+
 def read_tool(name: str) -> ReadTool | None:
     return _read_tools.get(name)
 

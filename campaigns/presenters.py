@@ -144,6 +144,13 @@ class ToolCallView:
     summary: str
     status: str
     error: str
+    actor: str = ""
+    requested_by: str = ""
+
+    @property
+    def provenance(self) -> str:
+        """A call someone else made on the actor's turn says so (SPEC §5 Provenance)."""
+        return f"by {self.requested_by} for {self.actor}" if self.requested_by else ""
 
     @property
     def label(self) -> str:
@@ -215,16 +222,26 @@ def _tool_calls(campaign: Campaign, turn_ids: list[int]) -> dict[int, list[ToolC
     rows = (
         ToolInvocation.objects.filter(campaign=campaign, turn_id__in=turn_ids)
         .order_by("sequence")
-        .values("turn_id", "tool_name", "input", "status", "error")
+        .values(
+            "turn_id",
+            "tool_name",
+            "input",
+            "status",
+            "error",
+            "user__username",
+            "requested_by__username",
+        )
     )
     for row in rows:
-        summary = registry.write_tool(row["tool_name"]).summary(row["input"])
+        summary = registry.summary(row["tool_name"], row["input"])
         calls[row["turn_id"]].append(
             ToolCallView(
                 tool_name=row["tool_name"],
                 summary=with_names(summary, names),
                 status=row["status"],
                 error=row["error"],
+                actor=row["user__username"],
+                requested_by=row["requested_by__username"] or "",
             )
         )
     return calls

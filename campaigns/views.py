@@ -4,6 +4,7 @@ Views validate, call one selector or service, and render. Play itself (messages,
 through the REST API from the page's script, so the browser and API clients share one path.
 """
 
+import re
 from typing import Any
 
 from django.contrib.auth import login
@@ -20,6 +21,10 @@ from campaigns.forms import CampaignForm
 from campaigns.models import Campaign
 from campaigns.selectors import campaign_get_for_member
 from campaigns.services import campaign_create
+
+# A turn id as the URL converters take it: ASCII digits only (str.isdigit also takes "²", which
+# int() refuses), and short enough for a bigint.
+TURN_ID = re.compile(r"[0-9]{1,18}")
 
 
 def _member_campaign(request: HttpRequest, campaign_id: Any) -> Campaign:
@@ -75,7 +80,7 @@ def campaign_feed(request: HttpRequest, campaign_id: Any) -> HttpResponse:
         seq = presenters.event_seq(campaign)
         turns = presenters.feed(campaign=campaign, user=request.user)
         return render(request, "campaigns/_feed.html", {"turns": turns, "seq": seq})
-    if not turn_id.isdigit():
+    if not TURN_ID.fullmatch(turn_id):
         raise Http404("No such turn.")
     turns = presenters.feed(campaign=campaign, user=request.user, turn_id=int(turn_id))
     if not turns:

@@ -241,18 +241,27 @@ REST_FRAMEWORK = {
     # Throttles key on REMOTE_ADDR, never on a client-written X-Forwarded-For (see AXES above).
     "NUM_PROXIES": 0,
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "campaigns.api.schema.StrictAutoSchema",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
     "EXCEPTION_HANDLER": "campaigns.api.errors.exception_handler",
 }
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Undoable AI Game Master API",
-    "DESCRIPTION": "Every write-capable AI tool call is logged before it mutates and is undoable.",
+    "DESCRIPTION": (
+        "Every write-capable AI tool call is logged before it mutates and is undoable.\n\n"
+        'Every error is JSON `{"detail": ...}`. Request bodies are JSON objects: unknown fields '
+        "are refused (400), a body of another media type is 415, and a method a path does not "
+        "list is 405 with an `Allow` header naming the methods it has."
+    ),
     "VERSION": "1.0.0",
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "campaigns.api.schema.document_unsupported_media_type",
+    ],
     "ENUM_NAME_OVERRIDES": {
         "CampaignStatusEnum": "campaigns.models.Campaign.Status",
         "TurnStatusEnum": "campaigns.models.Turn.Status",

@@ -10,7 +10,6 @@ from django.utils.safestring import SafeString
 
 from ai_tools import registry
 from audit.models import ToolInvocation
-from campaigns.errors import InvalidInput
 
 TIER_COLOURS = {
     ToolInvocation.Tier.CRITICAL: "#ba2121",
@@ -41,10 +40,7 @@ def tier_badge(tier: str) -> SafeString:
 
 def summary(row: ToolInvocation) -> str:
     """The tool's one-line description of the call; a tool since removed is named only."""
-    try:
-        return registry.write_tool(row.tool_name).summary(row.input)
-    except InvalidInput:
-        return row.tool_name
+    return registry.summary(row.tool_name, row.input)
 
 
 def label(row: ToolInvocation) -> str:

@@ -81,6 +81,7 @@ class ToolInvocationAdmin(ReadOnlyLogAdmin):
         "campaign_link",
         "actor",
         "turn_link",
+        "requested_by",
         "tool_name",
         "tier",
         "status",
@@ -97,7 +98,7 @@ class ToolInvocationAdmin(ReadOnlyLogAdmin):
         CampaignFilter,
         "created_at",
     )
-    list_select_related = ("campaign", "user")
+    list_select_related = ("campaign", "user", "requested_by")
     search_fields = ("id", "campaign__name", "user__username", "tool_name")
     search_help_text = "An invocation or campaign id, a campaign name, an actor or a tool."
     date_hierarchy = "created_at"
@@ -118,6 +119,7 @@ class ToolInvocationAdmin(ReadOnlyLogAdmin):
                     "campaign",
                     "turn",
                     "user",
+                    "requested_by",
                     "tool_name",
                     "summary",
                     "tier",

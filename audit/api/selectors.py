@@ -31,7 +31,7 @@ def invocation_list(
         ToolInvocation.objects.filter(
             campaign=campaign, **{k: v for k, v in filters.items() if v is not None}
         )
-        .select_related("user", "reverted_by")
+        .select_related("user", "requested_by", "reverted_by")
         .defer(*_INTERNAL)
     )
 

@@ -6,8 +6,8 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from ai_tools import registry
 from audit.models import ToolInvocation
+from audit.services.dispatch import TOOL_NAME_MAX
 from campaigns.api.base import StrictSerializer
 from campaigns.api.serializers import UsernameField
 
@@ -16,6 +16,10 @@ BIGINT_MAX = 2**63 - 1
 
 class InvocationSerializer(serializers.ModelSerializer):
     user = UsernameField()
+    requested_by = UsernameField(
+        help_text="Who made the call when it was not the turn's actor (the owner posting into "
+        "a player's turn); null when the actor or the GM on their turn made it."
+    )
     reverted_by = UsernameField()
     input = serializers.JSONField(read_only=True)
     result = serializers.JSONField(read_only=True, allow_null=True)
@@ -27,6 +31,7 @@ class InvocationSerializer(serializers.ModelSerializer):
             "sequence",
             "turn",
             "user",
+            "requested_by",
             "tool_name",
             "tool_tier",
             "input",
@@ -54,7 +59,11 @@ class InvocationFilter(serializers.Serializer):
 
 
 class ToolCallInput(StrictSerializer):
-    tool = serializers.ChoiceField(choices=[], help_text="The write tool to run.")
+    tool = serializers.CharField(
+        max_length=TOOL_NAME_MAX,
+        help_text="The write tool to run. A name the registry does not know is logged as a "
+        "failed call and answered 422, like invalid input.",
+    )
     input = serializers.JSONField(help_text="The tool's input, checked against its JSON schema.")
     model = serializers.CharField(
         max_length=100,
@@ -63,12 +72,6 @@ class ToolCallInput(StrictSerializer):
         allow_blank=True,
         help_text="Who decided the call (provider + model version), stored on the log row.",
     )
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        """The registry is the one list of tools; read it when the request comes, after every
-        app has registered its tools, so a 16th tool is callable without touching the API."""
-        super().__init__(*args, **kwargs)
-        self.fields["tool"].choices = [tool.name for tool in registry.write_tools()]
 
 
 class ToolCallResultSerializer(serializers.Serializer):

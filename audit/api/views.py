@@ -64,6 +64,7 @@ class ToolCallView(ApiView):
             turn=turn,
             model=data["model"],
             source="api",
+            requested_by=request.user,
         )
         body = {"invocation": row.pk, "status": row.status, "result": row.result}
         if row.status == ToolInvocation.Status.FAILED:

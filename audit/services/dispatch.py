@@ -13,7 +13,7 @@ from ai_tools.base import ToolContext, ToolError, WriteTool
 from audit.chain import seal
 from audit.models import ToolInvocation, WriteSetEntry
 from audit.services.common import campaign_lock, chain_position
-from campaigns.errors import AuditLogFailure, Conflict
+from campaigns.errors import AuditLogFailure, Conflict, InvalidInput
 from campaigns.faults import UNAVAILABLE_DETAIL, is_unavailable
 from campaigns.models import Campaign, Turn
 from campaigns.realtime import broadcast_on_commit, event
@@ -21,6 +21,8 @@ from campaigns.realtime import broadcast_on_commit, event
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 P = ParamSpec("P")
+# A made-up name longer than the column is logged cut short, not turned into an audit failure.
+TOOL_NAME_MAX = ToolInvocation._meta.get_field("tool_name").max_length
 
 
 class _ToolFailed(Exception):
@@ -55,26 +57,36 @@ def invocation_dispatch(
     turn: Turn | None = None,
     model: str = "",
     source: str = "api",
+    requested_by: Any = None,
 ) -> ToolInvocation:
     """Run one write tool call under the write-ahead log.
 
     The log row, the snapshot and the mutation commit in one transaction under the campaign
     lock, or not at all. If the row cannot be written the tool does not run (AuditLogFailure);
     if the snapshot cannot be taken the tool runs but the row is marked not revertible. A tool
-    error leaves a `failed` row and no mutation. Unknown tool names raise InvalidInput; a call
-    into an undone turn raises Conflict.
+    error, invalid input and an unknown tool name each leave a `failed` row (an unknown tool's
+    with a blank tier) and no mutation; a call into an undone turn raises Conflict.
+
+    Provenance (SPEC §5): `actor` is whose turn it is; `requested_by` is the person who made the
+    call. It is stored only when that is someone else (the owner posting into a player's turn),
+    so a null `requested_by` always means "the actor, or the GM on the actor's turn".
     """
-    tool = registry.write_tool(tool_name)
     row_fields = {
         "campaign_id": campaign.pk,
         "user_id": actor.pk,
+        "requested_by_id": _caller_if_not_actor(requested_by, actor),
         "turn": turn,
-        "tool_name": tool.name,
-        "tool_tier": str(tool.tier),
+        "tool_name": tool_name[:TOOL_NAME_MAX],
+        "tool_tier": "",
         "input": input,
         "model": model,
         "source": source,
     }
+    try:
+        tool = registry.write_tool(tool_name)
+    except InvalidInput as unknown:
+        return _record_failed(row_fields, unknown.detail)
+    row_fields["tool_tier"] = str(tool.tier)
     problem = tool.validate(input)
     if problem:
         return _record_failed(row_fields, f"Invalid input: {problem}")
@@ -87,6 +99,12 @@ def invocation_dispatch(
     except _ToolFailed as failure:
         return _record_failed(row_fields, str(failure))
     return row
+
+
+def _caller_if_not_actor(requested_by: Any, actor: Any) -> int | None:
+    if requested_by is None or requested_by.pk == actor.pk:
+        return None
+    return requested_by.pk
 
 
 def _insert_log_row(fields: dict[str, Any], **extra: Any) -> ToolInvocation:

@@ -146,7 +146,11 @@ def revert_plan(
     ip: str | None = None,
 ) -> dict[str, Any]:
     """What a revert (or a turn undo) would do, computed without changing anything: the
-    invocations it would revert, the later ones in the way, and before → after → now."""
+    invocations it would revert, the later ones in the way, and before → after → now.
+
+    A plan answers as the action would: the same permission checks, in the same order, over the
+    target and its cascade (a Forbidden here is a 403 and a security event, like the action's),
+    and `conflicts` lists exactly what the action would refuse with a 409."""
     with recording_denials(user=user, ip=ip), transaction.atomic():
         campaign = campaign_get_visible(campaign_id=campaign_id, user=user)
         if turn_id is not None:
@@ -159,30 +163,35 @@ def revert_plan(
         authorize_revert(user=user, campaign=campaign, actor_id=actor_id, target=target)
         todo = [r for r in rows if skip_reason(r) is None]
         later = _dependents(campaign, todo, closure=cascade)
+        conflicts = _cascade_blockers(campaign, later, user=user) if cascade else later
         chain = sorted(todo + (later if cascade else []), key=lambda r: -r.sequence)
+        skipped = sorted((r for r in rows if skip_reason(r)), key=lambda r: -r.sequence)
         return {
-            "invocations": [
-                {
-                    "id": str(r.pk),
-                    "tool_name": r.tool_name,
-                    "summary": registry.write_tool(r.tool_name).summary(r.input),
-                    "skip_reason": None,
-                }
-                for r in chain
-            ]
-            + [
-                {
-                    "id": str(r.pk),
-                    "tool_name": r.tool_name,
-                    "summary": registry.write_tool(r.tool_name).summary(r.input),
-                    "skip_reason": skip_reason(r),
-                }
-                for r in sorted(rows, key=lambda r: -r.sequence)
-                if skip_reason(r)
-            ],
-            "conflicts": [] if cascade else [str(r.pk) for r in later],
+            "invocations": [_planned(r) for r in chain + skipped],
+            "conflicts": [str(r.pk) for r in conflicts],
             "diff": _diff(campaign, chain),
         }
+
+
+def _planned(row: ToolInvocation) -> dict[str, Any]:
+    return {
+        "id": str(row.pk),
+        "tool_name": row.tool_name,
+        "summary": registry.summary(row.tool_name, row.input),
+        "skip_reason": skip_reason(row),
+    }
+
+
+def _cascade_blockers(
+    campaign: Campaign, later: list[ToolInvocation], *, user: Any
+) -> list[ToolInvocation]:
+    """For a plan: the later invocation a cascade would stop at with a Conflict (none if it
+    would go through). A Forbidden propagates, as it does from the revert itself."""
+    try:
+        _authorize_cascade(campaign, later, user=user)
+    except Conflict as blocked:
+        return [r for r in later if str(r.pk) in blocked.conflicts]
+    return []
 
 
 def _lock_invocation(campaign_id: Any, invocation_id: Any, user: Any):
@@ -262,6 +271,14 @@ def _chain(
             "Later invocations depend on this; revert them first or use cascade.",
             conflicts=[str(r.pk) for r in later],
         )
+    _authorize_cascade(campaign, later, user=user)
+    return sorted(list(rows) + later, key=lambda r: -r.sequence)
+
+
+def _authorize_cascade(campaign: Campaign, later: list[ToolInvocation], *, user: Any) -> None:
+    """Every later invocation a cascade reverts, newest first, must be revertible (else a
+    Conflict) and the user must be allowed to revert it (else Forbidden). The revert and its
+    plan both call this, so a plan can never promise what the revert would refuse."""
     for dependent in later:
         if skip_reason(dependent):
             raise Conflict(
@@ -272,7 +289,6 @@ def _chain(
         authorize_revert(
             user=user, campaign=campaign, actor_id=dependent.user_id, target=str(dependent.pk)
         )
-    return sorted(list(rows) + later, key=lambda r: -r.sequence)
 
 
 def _revert_rows(

@@ -52,6 +52,27 @@ def _json_type_error(field: serializers.Field, value: Any) -> str | None:
     return None
 
 
+def _length_error(field: serializers.Field, value: Any) -> str | None:
+    """`max_length` bounds the string as sent: DRF would trim first and then measure, so
+    "a" and 300 spaces would pass a 200-character limit the schema states."""
+    limit = getattr(field, "max_length", None)
+    if not isinstance(field, serializers.CharField) or limit is None or not isinstance(value, str):
+        return None
+    return f"Ensure this field has no more than {limit} characters." if len(value) > limit else None
+
+
+def _blank_relation_error(field: serializers.Field, value: Any) -> str | None:
+    """DRF reads "" as null for a relation; a blank name is not "nobody", so it is refused."""
+    if isinstance(field, serializers.RelatedField) and value == "":
+        return "This field may not be blank."
+    return None
+
+
+def _value_error(field: serializers.Field, value: Any) -> str | None:
+    checks = (_json_type_error, _length_error, _blank_relation_error)
+    return next((problem for check in checks if (problem := check(field, value))), None)
+
+
 class StrictSerializer(serializers.Serializer):
     """Unknown fields and values of the wrong JSON type are refused, not silently dropped or
     coerced: a misspelt `cascade` must not look like a request that succeeded without it."""
@@ -60,7 +81,7 @@ class StrictSerializer(serializers.Serializer):
         if isinstance(data, Mapping):
             errors = {str(key): ["Unknown field."] for key in data if key not in self.fields}
             for name, field in self.fields.items():
-                problem = name in data and _json_type_error(field, data[name])
+                problem = name in data and _value_error(field, data[name])
                 if problem:
                     errors[name] = [problem]
             if errors:

@@ -245,14 +245,13 @@ def test_giving_away_the_last_item_deletes_it_and_revert_brings_it_back(world):
     assert dump(world.campaign) == before
 
 
-def test_unknown_tool_is_refused_without_a_row(world):
-    from campaigns.errors import InvalidInput
-
-    with pytest.raises(InvalidInput, match="Unknown tool 'delete_world'"):
-        invocation_dispatch(
-            campaign=world.campaign, actor=world.owner, tool_name="delete_world", input={}
-        )
-    assert not ToolInvocation.objects.exists()
+def test_unknown_tool_is_logged_as_a_failed_row_and_changes_nothing(world):
+    before = dump(world.campaign)
+    row = invocation_dispatch(
+        campaign=world.campaign, actor=world.owner, tool_name="delete_world", input={}
+    )
+    assert (row.status, row.tool_tier, row.error) == ("failed", "", "Unknown tool 'delete_world'.")
+    assert dump(world.campaign) == before
 
 
 def test_advance_chapter_walks_the_chapters_in_order_and_stops_at_the_last(world):

@@ -13,6 +13,7 @@ DETAIL_KEYS = {
     "sequence",
     "turn",
     "user",
+    "requested_by",  # provenance (SPEC §5), additive to the §6 keys
     "tool_name",
     "tool_tier",
     "input",
@@ -120,6 +121,21 @@ def test_detail_has_exactly_the_contract_keys(world, as_player, played):
     assert (body["user"], body["status"], body["tool_tier"]) == ("player", "committed", "low")
     assert body["input"] == row.input and body["result"] == row.result
     assert body["revertible"] is True and body["reverted_by"] is None
+    assert body["requested_by"] is None  # the actor made the call
+
+
+def test_a_call_the_owner_made_into_a_players_turn_names_both(world, as_owner, as_player):
+    turn = world.turn(world.player)
+    posted = as_owner.post(
+        campaign_url(world, f"turns/{turn.pk}/tool-calls/"),
+        {"tool": "set_scene", "input": {"description": "Rain."}},
+        format="json",
+    )
+    assert posted.status_code == 201
+    detail = as_player.get(campaign_url(world, f"invocations/{posted.json()['invocation']}/"))
+    assert (detail.json()["user"], detail.json()["requested_by"]) == ("player", "owner")
+    listed = as_player.get(campaign_url(world, "invocations/")).json()["results"][0]
+    assert (listed["user"], listed["requested_by"]) == ("player", "owner")
 
 
 def test_list_rows_have_the_detail_keys(world, as_player, played):

@@ -4,6 +4,7 @@ import json
 import re
 
 import pytest
+from django.contrib.auth.models import User
 from django.contrib.staticfiles import finders
 from rest_framework.test import APIClient
 
@@ -33,6 +34,9 @@ CONTRACT = {
 }
 
 
+HTTP_METHODS = {"get", "post", "put", "patch", "delete"}
+
+
 @pytest.fixture
 def schema() -> dict:
     response = APIClient().get("/api/schema/?format=json")
@@ -43,7 +47,7 @@ def schema() -> dict:
 def operations(schema: dict):
     for path, item in schema["paths"].items():
         for method, operation in item.items():
-            if method in {"get", "post", "put", "patch", "delete"}:
+            if method in HTTP_METHODS:
                 yield method, path, operation
 
 
@@ -93,3 +97,93 @@ def test_swagger_ui_is_served_with_local_assets():
         relative = asset.removeprefix("/static/")
         assert finders.find(relative), f"{asset} is not a static file of the app"
     assert "/api/schema/" in html
+
+
+def request_components(schema: dict):
+    """(method, path, component name, component) of every documented request body."""
+    for method, path, operation in operations(schema):
+        body = operation.get("requestBody", {}).get("content", {}).get("application/json")
+        if body:
+            name = body["schema"]["$ref"].rsplit("/", 1)[-1]
+            yield method, path, name, schema["components"]["schemas"][name]
+
+
+def test_request_bodies_say_unknown_fields_are_refused(schema):
+    components = list(request_components(schema))
+    assert len(components) >= 12
+    for method, path, name, component in components:
+        assert component.get("additionalProperties") is False, (method, path, name)
+
+
+def test_strings_the_server_refuses_blank_say_so(schema):
+    """A string property either admits blank (then its default is "") or states minLength, and
+    a trimmed one also states it must hold a non-space character."""
+    for _, _, name, component in request_components(schema):
+        for prop, spec in component["properties"].items():
+            if spec.get("type") != "string" or spec.get("default") == "":
+                continue
+            assert spec.get("minLength", 0) >= 1, (name, prop)
+    campaign = schema["components"]["schemas"]["CampaignCreateInput"]["properties"]["name"]
+    assert (campaign["minLength"], campaign["pattern"], campaign["maxLength"]) == (1, r"\S", 200)
+
+
+@pytest.mark.parametrize("name", ["", "   ", "\t\n", "a" + " " * 200])
+def test_the_server_refuses_what_the_name_schema_refuses(name):
+    user = User.objects.create_user("maker", password="pw")
+    client = APIClient()
+    client.force_authenticate(user)
+    response = client.post("/api/campaigns/", {"name": name}, format="json")
+    assert response.status_code == 400, response.content
+    assert response.json()["errors"]["name"]
+
+
+def test_a_blank_username_for_a_relation_is_refused_not_read_as_null(world):
+    """DRF reads "" as null for relations; the schema says minLength 1 (or null)."""
+    client = APIClient()
+    client.force_authenticate(world.owner)
+    body = {"name": "Imp", "kind": "npc", "hp": 3, "max_hp": 3, "controlled_by": ""}
+    response = client.post(f"/api/campaigns/{world.campaign.pk}/creatures/", body, format="json")
+    assert response.status_code == 400
+    assert response.json()["errors"] == {"controlled_by": ["This field may not be blank."]}
+    assert (
+        client.post(
+            f"/api/campaigns/{world.campaign.pk}/creatures/",
+            {**body, "controlled_by": None},
+            format="json",
+        ).status_code
+        == 201
+    )
+
+
+def filled(path: str, world, played) -> str:
+    return path.format(
+        campaign_id=world.campaign.pk,
+        turn_id=played.turn.pk,
+        invocation_id=played.rows[0].pk,
+        creature_id=world.hero.pk,
+    )
+
+
+@pytest.mark.parametrize("path", sorted(p for m, p in CONTRACT if m == "post"))
+def test_every_body_taking_operation_documents_and_answers_415(schema, world, played, path):
+    assert "415" in schema["paths"][path]["post"]["responses"], path
+    client = APIClient()
+    client.force_authenticate(world.owner)
+    response = client.post(filled(path, world, played), "name=x", content_type="text/plain")
+    assert response.status_code == 415, response.content
+    assert response["Content-Type"] == "application/json" and response.json()["detail"]
+
+
+@pytest.mark.parametrize("path", sorted({p for _, p in CONTRACT}))
+def test_a_method_a_path_does_not_list_is_405_with_allow(schema, world, played, path):
+    """The API's description says so (OpenAPI has no place for a method a path lacks)."""
+    assert "405" in schema["info"]["description"] and "`Allow`" in schema["info"]["description"]
+    documented = {m for m in schema["paths"][path] if m in HTTP_METHODS}
+    client = APIClient()
+    client.force_authenticate(world.owner)
+    for method in sorted(HTTP_METHODS - documented):
+        response = getattr(client, method)(filled(path, world, played), {}, format="json")
+        assert response.status_code == 405, (method, path, response.content)
+        assert response.json()["detail"]
+        allowed = {m.strip().lower() for m in response["Allow"].split(",")}
+        assert allowed - {"head", "options"} == documented, (method, path)

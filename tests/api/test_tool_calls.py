@@ -1,6 +1,8 @@
 """`POST …/turns/{tid}/tool-calls/`: an external agent's tool call through the audited dispatch."""
 
 import pytest
+from django.test import Client
+from django.urls import reverse
 
 from audit.models import SecurityEvent, ToolInvocation
 from campaigns.models import Creature
@@ -31,6 +33,7 @@ def test_a_committed_call_is_201_with_its_result_and_logged_as_the_turns_actor(w
     assert body["status"] == "committed"
     row = ToolInvocation.objects.get(pk=body["invocation"])
     assert (row.user, row.turn, row.model, row.source) == (world.player, turn, "agent/v2", "api")
+    assert row.requested_by == world.owner  # provenance: the owner made the call
     assert body["result"] == row.result
     assert Creature.objects.get(pk=world.goblin.pk).hp == 3
 
@@ -55,6 +58,7 @@ def test_invalid_input_or_a_tool_error_is_422_with_the_failed_rows_id(
     assert response.status_code == 422
     body = response.json()
     assert body["detail"].startswith(error)
+    assert ToolInvocation.objects.get().requested_by is None  # the actor called it themself
     assert body["status"] == "failed" and body["result"] is None
     row = ToolInvocation.objects.get(pk=body["invocation"])
     assert (row.status, row.error) == (ToolInvocation.Status.FAILED, body["detail"])
@@ -73,13 +77,36 @@ def test_a_foreign_creature_is_a_tool_error_and_nothing_is_written_elsewhere(wor
     assert dump(world.foreign.campaign) == foreign_before
 
 
-def test_an_unknown_tool_is_400_without_a_row(world, as_owner):
+def test_an_unknown_tool_is_422_with_a_failed_row_of_blank_tier(world, as_owner):
     turn = world.turn(world.owner)
+    play_turn(world)  # rows before it: the failed row takes the next link of the chain
+    before = dump(world.campaign)
     response = as_owner.post(
-        tool_call_url(world, turn), {"tool": "delete_world", "input": {}}, format="json"
+        tool_call_url(world, turn), {"tool": "delete_world", "input": {"all": True}}, format="json"
     )
-    assert response.status_code == 400
-    assert response.json()["detail"] == 'tool: "delete_world" is not a valid choice.'
+    assert response.status_code == 422
+    body = response.json()
+    assert body["detail"] == "Unknown tool 'delete_world'."
+    row = ToolInvocation.objects.get(pk=body["invocation"])
+    assert (row.status, row.tool_name, row.tool_tier, row.error, row.input) == (
+        ToolInvocation.Status.FAILED,
+        "delete_world",
+        "",
+        "Unknown tool 'delete_world'.",
+        {"all": True},
+    )
+    previous = ToolInvocation.objects.get(sequence=row.sequence - 1, campaign=world.campaign)
+    assert (row.sequence, row.prev_hash) == (2, previous.row_hash) and row.row_hash
+    assert dump(world.campaign) == before
+
+
+def test_a_blank_or_overlong_tool_name_is_400_without_a_row(world, as_owner):
+    turn = world.turn(world.owner)
+    for name in ("", "x" * 65):
+        response = as_owner.post(
+            tool_call_url(world, turn), {"tool": name, "input": {}}, format="json"
+        )
+        assert response.status_code == 400, name
     assert not ToolInvocation.objects.exists()
 
 
@@ -149,3 +176,30 @@ def test_an_undone_turn_takes_no_more_tool_calls(world, as_player):
     )
     assert response.status_code == 409
     assert ToolInvocation.objects.count() == 1
+
+
+def test_a_logged_unknown_tool_breaks_no_reader(world, as_owner, staff):
+    """The failed row of a made-up tool is read by the plan, the feed and the admin: each names
+    the tool instead of asking the registry for a tool that does not exist."""
+    turn = world.turn(world.owner)
+    body = as_owner.post(
+        tool_call_url(world, turn), {"tool": "delete_world", "input": {}}, format="json"
+    ).json()
+    plan = as_owner.get(campaign_url(world, f"turns/{turn.pk}/undo-plan/"))
+    assert plan.status_code == 200
+    assert plan.json()["invocations"] == [
+        {
+            "id": body["invocation"],
+            "tool_name": "delete_world",
+            "summary": "delete_world",
+            "skip_reason": "not_committed",
+        }
+    ]
+    page = Client()
+    page.force_login(world.owner)
+    feed = page.get(f"/campaigns/{world.campaign.pk}/feed/", {"turn": turn.pk})
+    assert feed.status_code == 200 and "delete_world" in feed.content.decode()
+    admin = Client()
+    admin.force_login(staff)
+    detail = admin.get(reverse("admin:audit_toolinvocation_change", args=[body["invocation"]]))
+    assert detail.status_code == 200 and "delete_world" in detail.content.decode()

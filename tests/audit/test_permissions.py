@@ -1,7 +1,7 @@
 """The may-revert policy: actor, owner, co-GM with the grant, staff; 404 before 403."""
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
 
 from audit.models import SecurityEvent
 from audit.permissions import may_revert
@@ -90,3 +90,31 @@ def test_turn_undo_by_other_member_is_forbidden(world):
     with pytest.raises(Forbidden):
         turn_undo(campaign_id=world.campaign.pk, turn_id=turn.pk, user=world.other)
     assert SecurityEvent.objects.get().target == f"turn:{turn.pk}"
+
+
+def test_a_deactivated_user_holding_every_right_may_not_revert(world, row):
+    """The owner, who is also the call's actor, staff with the global permission and holder of
+    the campaign grant, is deactivated: the admin, the GM and direct service callers rely on the
+    policy (not on a login check elsewhere) to refuse them."""
+    owner = world.owner
+    owner.is_staff = True
+    owner.save()
+    owner.user_permissions.add(Permission.objects.get(codename="revert_toolinvocation"))
+    own_row = invocation_dispatch(
+        campaign=world.campaign,
+        actor=owner,
+        tool_name="move_token",
+        input={"creature_id": world.goblin.pk, "x": 1, "y": 1},
+    )
+    owner = User.objects.get(pk=owner.pk)  # fresh permission caches
+    assert may_revert(user=owner, campaign=world.campaign, actor_id=own_row.user_id)
+
+    User.objects.filter(pk=owner.pk).update(is_active=False)
+    inactive = User.objects.get(pk=owner.pk)
+    assert not may_revert(user=inactive, campaign=world.campaign, actor_id=own_row.user_id)
+    assert not may_revert(user=inactive, campaign=world.campaign, actor_id=row.user_id)
+    with pytest.raises(Forbidden):
+        invocation_revert(campaign_id=world.campaign.pk, invocation_id=own_row.pk, user=inactive)
+    own_row.refresh_from_db()
+    assert own_row.status == "committed"
+    assert SecurityEvent.objects.get().user == inactive

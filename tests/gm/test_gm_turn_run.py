@@ -165,4 +165,6 @@ def test_an_unknown_tool_is_an_error_for_the_model_not_a_crash(world, play):
         provider=Provider(lambda s: seen.append(s.call_tool("fireball", {}, model="m"))),
     )
     assert turn.status == Turn.Status.COMPLETED
-    assert seen[0].content == {"error": "Unknown tool 'fireball'."}
+    assert seen[0].content == {"error": "Unknown tool 'fireball'.", "status": "failed"}
+    row = ToolInvocation.objects.get(turn=turn)  # logged like any refused call (SPEC §5)
+    assert (row.tool_name, row.tool_tier, row.status) == ("fireball", "", "failed")
