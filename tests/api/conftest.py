@@ -1,14 +1,10 @@
 """Fixtures for the REST API: clients per role, URLs, and a turn with tool calls to revert."""
 
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from channels.routing import get_default_application
-from daphne.testing import DaphneProcess
-from django.db import connections
 from rest_framework.test import APIClient
 
 from audit.models import ToolInvocation
@@ -75,22 +71,3 @@ def play_turn(world: World, actor: Any = None, moves: int = 1) -> PlayedTurn:
 @pytest.fixture
 def played(world: World) -> PlayedTurn:
     return play_turn(world)
-
-
-@pytest.fixture
-def api_server(transactional_db, settings) -> Iterator[str]:
-    """The app in a real Daphne on a free localhost port (the pattern of tests/browser): what an
-    outside client talks to, through real sockets and the ASGI stack. Forked after the test
-    database exists, so it needs a database other processes can open (PostgreSQL)."""
-    settings.GM_PROVIDER = "scripted"
-    connections.close_all()  # the child must not share this process's database sockets
-    process = DaphneProcess(host="127.0.0.1", get_application=get_default_application)
-    process.start()
-    try:
-        if not process.ready.wait(timeout=30):
-            error = "" if process.errors.empty() else process.errors.get_nowait()[1]
-            raise RuntimeError(f"Daphne did not start.\n{error}")
-        yield f"http://127.0.0.1:{process.port.value}"
-    finally:
-        process.terminate()
-        process.join(timeout=10)

@@ -103,14 +103,14 @@ def fuzz_every_operation(
 
 @postgres_only
 @pytest.mark.timeout(110)
-def test_fuzzed_requests_to_a_real_server_get_documented_answers(world: World, api_server: str):
+def test_fuzzed_requests_to_a_real_server_get_documented_answers(world: World, asgi_server: str):
     fuzz_seed = run_seed()
-    schema = schemathesis.openapi.from_url(f"{api_server}/api/schema/?format=json")
-    token = owner_token(schema, world, base_url=api_server)
+    schema = schemathesis.openapi.from_url(f"{asgi_server}/api/schema/?format=json")
+    token = owner_token(schema, world, base_url=asgi_server)
     with requests.Session() as session:
 
         def call(case: Any) -> None:
-            case.call_and_validate(base_url=api_server, session=session, checks=CHECKS)
+            case.call_and_validate(base_url=asgi_server, session=session, checks=CHECKS)
 
         fuzz_every_operation(schema, world, token, call, fuzz_seed)
 
