@@ -45,7 +45,8 @@ class ToolInvocation(models.Model):
     sequence = models.BigIntegerField()
     tool_name = models.CharField(max_length=64)
     tool_tier = models.CharField(max_length=16, choices=Tier.choices, blank=True, default="")
-    input = models.JSONField()
+    # Null only when the caller sent JSON null: a failed row keeps what was sent, whatever it is.
+    input = models.JSONField(null=True)
     result = models.JSONField(null=True, blank=True)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
     error = models.TextField(blank=True, default="")

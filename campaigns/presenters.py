@@ -218,7 +218,7 @@ def _tool_calls(campaign: Campaign, turn_ids: list[int]) -> dict[int, list[ToolC
         .values("turn_id", "tool_name", "input", "status", "error")
     )
     for row in rows:
-        summary = registry.write_tool(row["tool_name"]).summary(row["input"])
+        summary = registry.summary(row["tool_name"], row["input"])
         calls[row["turn_id"]].append(
             ToolCallView(
                 tool_name=row["tool_name"],

@@ -164,7 +164,7 @@ def _turn_note(turn: Turn, speaker: str, message: str, rows: list[ToolInvocation
 
 
 def _call_note(row: ToolInvocation, speaker: str, message: str) -> str:
-    summary = registry.write_tool(row.tool_name).summary(row.input)
+    summary = registry.summary(row.tool_name, row.input)
     return (
         f"{_who(row.reverted_by)} reverted the {row.tool_name} call ({summary}) of the turn of "
         f'{speaker} ("{_quote(message)}"), {_why(row.revert_reason)}. Its effect is gone.'

@@ -165,7 +165,7 @@ def revert_plan(
                 {
                     "id": str(r.pk),
                     "tool_name": r.tool_name,
-                    "summary": registry.write_tool(r.tool_name).summary(r.input),
+                    "summary": registry.summary(r.tool_name, r.input),
                     "skip_reason": None,
                 }
                 for r in chain
@@ -174,7 +174,7 @@ def revert_plan(
                 {
                     "id": str(r.pk),
                     "tool_name": r.tool_name,
-                    "summary": registry.write_tool(r.tool_name).summary(r.input),
+                    "summary": registry.summary(r.tool_name, r.input),
                     "skip_reason": skip_reason(r),
                 }
                 for r in sorted(rows, key=lambda r: -r.sequence)
@@ -302,10 +302,11 @@ def _diff(campaign: Campaign, chain: list[ToolInvocation]) -> list[dict[str, Any
     before: dict[str, dict | None] = {}
     after: dict[str, dict | None] = {}
     for row in chain:  # newest first: the oldest row's snapshot is what is restored
-        snapshot = (row.revert_snapshot or {}).get("entities", {})
-        for k in row.write_set:
+        snapshot = entities.snapshot_map(row.revert_snapshot)
+        post_state = entities.logged_map(row.post_state)
+        for k in entities.logged_keys(row.write_set):
             before[k] = snapshot.get(k)
-            after.setdefault(k, (row.post_state or {}).get(k))
+            after.setdefault(k, post_state.get(k))
     rows = []
     for k in before:
         now = entities.capture(campaign, k)
