@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from ai_tools import entities, registry
 from ai_tools.base import ToolContext
+from audit.chain import transitions_append
 from audit.models import ToolInvocation, WriteSetEntry
 from audit.permissions import authorize_revert, recording_denials
 from campaigns.errors import Conflict, NotFound
@@ -278,16 +279,21 @@ def _chain(
 def _revert_rows(
     campaign: Campaign, chain: list[ToolInvocation], *, user: Any, reason: str
 ) -> list[dict[str, Any]]:
-    """Run each tool's revert newest first; return the restored state of every entity touched."""
+    """Run each tool's revert newest first; return the restored state of every entity touched.
+    Each status change is chained as a transition link in the same transaction."""
     now = timezone.now()
     touched: list[str] = []
+    changes: list[tuple[ToolInvocation, str]] = []
     for row in chain:
         tool = registry.write_tool(row.tool_name)
         tool.revert(ToolContext(campaign=campaign, actor=user, turn=row.turn), row.revert_snapshot)
+        changes.append((row, row.status))
         row.status, row.reverted_at = ToolInvocation.Status.REVERTED, now
         row.reverted_by, row.revert_reason = user, reason
         row.save(update_fields=["status", "reverted_at", "reverted_by", "revert_reason"])
         touched += [k for k in row.write_set if k not in touched]
+    if changes:
+        transitions_append(campaign_id=campaign.pk, changes=changes, by=user, reason=reason, at=now)
     return [entities.describe(k, entities.capture(campaign, k)) for k in touched]
 
 
