@@ -4,7 +4,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import DataError, IntegrityError, transaction
 from django.utils import timezone
 
 from ai_tools import entities, registry
@@ -12,12 +12,25 @@ from ai_tools.base import ToolContext
 from audit.chain import transitions_append
 from audit.models import ToolInvocation, WriteSetEntry
 from audit.permissions import authorize_revert, recording_denials
-from campaigns.errors import Conflict, NotFound
+from campaigns.errors import Conflict, InvalidInput, NotFound
 from campaigns.models import Campaign, ChatMessage, Turn
 from campaigns.realtime import broadcast_on_commit, event
 from campaigns.selectors import campaign_get_visible
 
 COMMITTED = ToolInvocation.Status.COMMITTED
+# What a snapshot that does not fit raises on restore: a missing or foreign key, a value of the
+# wrong type or range, a row that vanished (and InvalidInput, a tool no longer registered).
+UNFAITHFUL = (
+    LookupError,
+    TypeError,
+    ValueError,
+    AttributeError,
+    OverflowError,
+    ValidationError,
+    DataError,
+    IntegrityError,
+    InvalidInput,
+)
 
 
 @dataclass
@@ -285,8 +298,7 @@ def _revert_rows(
     touched: list[str] = []
     changes: list[tuple[ToolInvocation, str]] = []
     for row in chain:
-        tool = registry.write_tool(row.tool_name)
-        tool.revert(ToolContext(campaign=campaign, actor=user, turn=row.turn), row.revert_snapshot)
+        _restore(campaign, row, user)
         changes.append((row, row.status))
         row.status, row.reverted_at = ToolInvocation.Status.REVERTED, now
         row.reverted_by, row.revert_reason = user, reason
@@ -295,6 +307,21 @@ def _revert_rows(
     if changes:
         transitions_append(campaign_id=campaign.pk, changes=changes, by=user, reason=reason, at=now)
     return [entities.describe(k, entities.capture(campaign, k)) for k in touched]
+
+
+def _restore(campaign: Campaign, row: ToolInvocation, user: Any) -> None:
+    """Run the row's tool revert. A snapshot that no longer fits the world or the code (a row
+    from older code, an edited one) cannot be restored faithfully: a Conflict, and the whole
+    revert rolls back, instead of a half-applied restore or a 500."""
+    try:
+        tool = registry.write_tool(row.tool_name)
+        tool.revert(ToolContext(campaign=campaign, actor=user, turn=row.turn), row.revert_snapshot)
+    except UNFAITHFUL as exc:
+        raise Conflict(
+            f"Invocation {row.pk} cannot be reverted faithfully: its snapshot does not fit "
+            f"({type(exc).__name__}).",
+            conflicts=[str(row.pk)],
+        ) from exc
 
 
 def _mark_turn_reverted(turn: Turn, *, user: Any, reason: str) -> None:

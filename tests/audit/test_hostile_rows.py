@@ -18,8 +18,10 @@ from ai_tools.base import StrictValidator
 from ai_tools.gm import claude
 from ai_tools.gm.context import gm_context
 from audit.models import ToolInvocation
-from audit.services import invocation_dispatch, revert_plan
+from audit.services import invocation_dispatch, invocation_revert, revert_plan
+from campaigns.errors import AppError
 from campaigns.models import Creature, Turn
+from tests.audit.test_properties import dump
 from tests.conftest import World, build_world, make_user
 
 TOOLS = sorted(tool.name for tool in registry.write_tools())
@@ -200,7 +202,7 @@ def test_rows_holding_any_json_leave_every_reader_working(db, data):
                 turn=turn,
                 sequence=sequence,
                 tool_name=data.draw(st.sampled_from([*TOOLS, "retired_tool"]), label="tool"),
-                status=data.draw(st.sampled_from(STATUSES), label="status"),
+                status=data.draw(st.sampled_from(["committed", *STATUSES]), label="status"),
                 input=data.draw(JSON, label="input"),
                 result=data.draw(JSON, label="result"),
                 revert_snapshot=data.draw(
@@ -210,4 +212,59 @@ def test_rows_holding_any_json_leave_every_reader_working(db, data):
                 write_set=logged_keys(data, world),
             )
         render_every_reader(world, world.owner, staff_reader())
+        for row in ToolInvocation.objects.filter(campaign=world.campaign, status="committed"):
+            revert_or_refuse(world, row)
         transaction.set_rollback(True)
+
+
+def revert_or_refuse(world: World, row: ToolInvocation) -> None:
+    """A revert of any row either happens or is refused with an application error (a 4xx
+    through the API), all or nothing."""
+    before = dump(world.campaign)
+    try:
+        with transaction.atomic():
+            invocation_revert(campaign_id=world.campaign.pk, invocation_id=row.pk, user=world.owner)
+    except AppError:
+        assert dump(world.campaign) == before
+        row.refresh_from_db()
+        assert row.status == "committed"
+
+
+@pytest.mark.parametrize(
+    "snapshot",
+    [
+        None,
+        [1],
+        {"entities": []},
+        {"entities": {"nothing:1": {}}},
+        {"entities": {"creature:abc/vitals": {"hp": 1}}},
+        "VITALS",
+        {"entities": "VITALS"},
+        {"entities": {"VITALS": {"hp": "many"}}},
+        {"entities": {"VITALS": {"no_such_field": 1}}},
+        {"entities": {"VITALS": {"hp": 10**30}}},
+    ],
+)
+def test_a_snapshot_that_does_not_fit_is_refused_and_changes_nothing(world, snapshot):
+    key = f"creature:{world.goblin.pk}/vitals"
+    snapshot = json_replace(snapshot, "VITALS", key)
+    row = ToolInvocation.objects.create(
+        campaign=world.campaign,
+        user=world.owner,
+        sequence=1,
+        tool_name="modify_creature",
+        status="committed",
+        input={"creature_id": world.goblin.pk, "hp_delta": -1},
+        revert_snapshot=snapshot,
+        post_state={key: None},
+        write_set=[key],
+    )
+    revert_or_refuse(world, row)
+    row.refresh_from_db()
+    assert row.status == "committed"
+
+
+def json_replace(value: Any, old: str, new: str) -> Any:
+    if isinstance(value, dict):
+        return {(new if k == old else k): json_replace(v, old, new) for k, v in value.items()}
+    return new if value == old else value
