@@ -2,11 +2,13 @@
 field, every inserted, deleted, forged or re-chained link and every status flipped without its
 transition is reported, and a cut-off tail is caught against an anchored head."""
 
+import importlib
 import uuid
 from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.apps import apps as django_apps
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import transaction
@@ -426,3 +428,36 @@ def test_a_row_holding_any_json_verifies_as_the_database_stores_it(world, data):
             previous = seal_row(world, sequence, previous, data).row_hash
         assert verify(world.campaign.pk) is None
         transaction.set_rollback(True)
+
+
+# --- the migration that re-seals logs written under the old, unkeyed chain -----------------
+
+
+def old_chain(world) -> Any:
+    """Put the campaign's log back as the unkeyed chain left it: sha256 links, no transitions."""
+    reseal = importlib.import_module("audit.migrations.0009_reseal_chains_keyed")
+    StatusTransition.objects.all().delete()
+    rows = list(ToolInvocation.objects.filter(campaign=world.campaign).order_by("sequence"))
+    previous = ""
+    for row in rows:
+        row.prev_hash, row.row_hash = previous, reseal._old_hash(row, previous)
+        previous = row.row_hash
+    ToolInvocation.objects.bulk_update(rows, ["prev_hash", "row_hash"])
+    return reseal
+
+
+def test_the_migration_re_seals_an_intact_old_log_with_its_reverts(world, log):
+    revert(world, log[2])
+    reseal = old_chain(world)
+    assert verify(world.campaign.pk) is not None
+    reseal.reseal(django_apps, None)
+    assert verify(world.campaign.pk) is None
+    link = StatusTransition.objects.get()
+    assert (link.invocation_id, link.to_status, link.reason) == (log[2].pk, "reverted", "oops")
+
+
+def test_the_migration_leaves_a_broken_old_log_broken(world, log):
+    reseal = old_chain(world)
+    ToolInvocation.objects.filter(pk=log[1].pk).update(input={"creature_id": 1, "x": 9, "y": 9})
+    reseal.reseal(django_apps, None)
+    assert verify(world.campaign.pk) is not None
