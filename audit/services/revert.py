@@ -303,7 +303,7 @@ def _revert_rows(
         row.status, row.reverted_at = ToolInvocation.Status.REVERTED, now
         row.reverted_by, row.revert_reason = user, reason
         row.save(update_fields=["status", "reverted_at", "reverted_by", "revert_reason"])
-        touched += [k for k in row.write_set if k not in touched]
+        touched += [k for k in entities.logged_keys(row.write_set) if k not in touched]
     if changes:
         transitions_append(campaign_id=campaign.pk, changes=changes, by=user, reason=reason, at=now)
     return [entities.describe(k, entities.capture(campaign, k)) for k in touched]

@@ -22,12 +22,12 @@ from audit.services import invocation_dispatch, invocation_revert, revert_plan
 from campaigns.errors import AppError
 from campaigns.models import Creature, Turn
 from tests.audit.test_properties import dump
-from tests.conftest import World, build_world, make_user
+from tests.conftest import World
 
 TOOLS = sorted(tool.name for tool in registry.write_tools())
 STATUSES = [choice for choice, _ in ToolInvocation.Status.choices]
 BOUNDED = settings(
-    max_examples=20,
+    max_examples=40,
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
@@ -138,14 +138,6 @@ def render_every_reader(world: World, owner: Any, staff: Any) -> None:
     assert claude.system_prompt(context) and claude.conversation(context)
 
 
-def staff_reader() -> Any:
-    from django.contrib.auth.models import Permission
-
-    user = make_user("auditor", is_staff=True)
-    user.user_permissions.add(Permission.objects.get(codename="revert_toolinvocation"))
-    return user
-
-
 def test_an_integer_field_given_a_float_leaves_every_reader_working(world, staff):
     """The reported attack: `hp_delta: -1.0` used to set HP to 6.0 and 500 every page."""
     turn = world.turn(message="I hit it, a little.")
@@ -161,9 +153,8 @@ def test_an_integer_field_given_a_float_leaves_every_reader_working(world, staff
 
 @BOUNDED
 @given(data=st.data())
-def test_any_json_fed_to_any_tool_leaves_every_reader_working(db, data):
-    with transaction.atomic():
-        world = build_world()
+def test_any_json_fed_to_any_tool_leaves_every_reader_working(world, staff, data):
+    with transaction.atomic():  # each example starts from the same world
         turn = world.turn(actor=world.owner, message="Anything goes.")
         for _ in range(data.draw(st.integers(1, 4), label="calls")):
             name = data.draw(st.sampled_from(TOOLS), label="tool")
@@ -175,7 +166,7 @@ def test_any_json_fed_to_any_tool_leaves_every_reader_working(db, data):
                 turn=turn,
             )
             assert row.status in ("committed", "failed")
-        render_every_reader(world, world.owner, staff_reader())
+        render_every_reader(world, world.owner, staff)
         transaction.set_rollback(True)
 
 
@@ -189,11 +180,10 @@ def logged_keys(data: st.DataObject, world: World) -> list[str]:
 
 @BOUNDED
 @given(data=st.data())
-def test_rows_holding_any_json_leave_every_reader_working(db, data):
+def test_rows_holding_any_json_leave_every_reader_working(world, staff, data):
     """Rows written straight into the table, as an older version, a future tool or an edit
     might have left them."""
-    with transaction.atomic():
-        world = build_world()
+    with transaction.atomic():  # each example starts from the same world
         turn = world.turn(actor=world.owner, message="Something odd was logged.")
         for sequence in range(1, data.draw(st.integers(1, 3), label="rows") + 1):
             ToolInvocation.objects.create(
@@ -211,7 +201,7 @@ def test_rows_holding_any_json_leave_every_reader_working(db, data):
                 post_state=data.draw(JSON, label="post_state"),
                 write_set=logged_keys(data, world),
             )
-        render_every_reader(world, world.owner, staff_reader())
+        render_every_reader(world, world.owner, staff)
         for row in ToolInvocation.objects.filter(campaign=world.campaign, status="committed"):
             revert_or_refuse(world, row)
         transaction.set_rollback(True)
