@@ -5,16 +5,43 @@ The default snapshot/revert capture and restore the entities named by `write_set
 `apply` reports it created). A tool overrides them only when its pre-state is not a set of rows.
 """
 
+import logging
+import math
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, ClassVar
 
 from django.contrib.auth.models import AbstractBaseUser
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import best_match
 
 from ai_tools import entities
 from campaigns.models import Campaign, Creature, Turn
+
+logger = logging.getLogger(__name__)
+
+
+def _is_integer(checker: Any, instance: Any) -> bool:
+    """Only a JSON integer written as one. jsonschema's default also accepts 4.0 (and JSON
+    Schema allows it), but a float that passes as an integer ends up in game state and breaks
+    everything that formats it as one ("HP 6.0", `{:+d}`)."""
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+def _is_number(checker: Any, instance: Any) -> bool:
+    """A finite number and never a boolean (Python's True is an int)."""
+    if isinstance(instance, bool) or not isinstance(instance, int | float):
+        return False
+    return isinstance(instance, int) or math.isfinite(instance)
+
+
+# The one validator every tool's input goes through (read and write tools alike).
+StrictValidator = validators.extend(
+    Draft202012Validator,
+    type_checker=Draft202012Validator.TYPE_CHECKER.redefine_many(
+        {"integer": _is_integer, "number": _is_number}
+    ),
+)
 
 
 class Tier(StrEnum):
@@ -73,7 +100,7 @@ class Tool:
 
     def validate(self, data: Any) -> str | None:
         """The first schema violation as a sentence for the model, or None."""
-        error = best_match(Draft202012Validator(self.schema).iter_errors(data))
+        error = best_match(StrictValidator(self.schema).iter_errors(data))
         if error is None:
             return None
         where = "input" + "".join(f"[{p!r}]" for p in error.absolute_path)
@@ -108,9 +135,15 @@ class WriteTool(Tool):
         return {"restored": restored}
 
     def summary(self, data: Any) -> str:
-        """One line for people (plan dialog, admin, GM context). A failed call may carry input
-        its tool cannot describe (that is why it failed): then just the tool's name."""
-        return self.name if self.validate(data) else self.summarize(data)
+        """One line for people (plan dialog, admin, GM context). A logged row may hold input
+        its tool cannot describe: a failed call's (that is why it failed), a row written before
+        a rule tightened, an edited one. Then just the tool's name: a reader never breaks on a
+        row, whatever it holds."""
+        try:
+            return self.name if self.validate(data) else self.summarize(data)
+        except Exception:
+            logger.warning("%s cannot summarise logged input", self.name, exc_info=True)
+            return self.name
 
     def summarize(self, data: dict[str, Any]) -> str:
         """The tool's own one-line description of valid input; tools override it."""

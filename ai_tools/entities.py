@@ -10,6 +10,7 @@ independent, while spawning it and later damaging it are not.
 from dataclasses import dataclass
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.db import models
 
 from campaigns.models import (
@@ -88,6 +89,36 @@ def overlaps(a: str, b: str) -> bool:
 def kind_of(entity_key: str) -> EntityKind:
     kind, _, facet = parse(entity_key)
     return KINDS[f"{kind}/{facet}" if facet else kind]
+
+
+def readable(entity_key: Any) -> bool:
+    """Whether a logged key names an entity this code can look up: a kind it knows and an id
+    of the right type. Rows may hold anything (older code, an edit), and readers skip the rest."""
+    if not isinstance(entity_key, str):
+        return False
+    try:
+        kind_of(entity_key).model._meta.pk.to_python(parse(entity_key)[1])
+    except (KeyError, ValidationError):
+        return False
+    return True
+
+
+def logged_keys(value: Any) -> list[str]:
+    """The readable keys of a logged write set."""
+    return [k for k in value if readable(k)] if isinstance(value, list) else []
+
+
+def logged_map(value: Any) -> dict[str, dict[str, Any] | None]:
+    """An entity map as a logged row holds it (a snapshot's `entities`, a post-state), keeping
+    the well-formed entries: a readable key and a row of fields (or None, no row)."""
+    if not isinstance(value, dict):
+        return {}
+    return {k: v for k, v in value.items() if readable(k) and (v is None or isinstance(v, dict))}
+
+
+def snapshot_map(snapshot: Any) -> dict[str, dict[str, Any] | None]:
+    """The entity map of a logged revert snapshot (tools that keep other pre-state have none)."""
+    return logged_map(snapshot.get("entities")) if isinstance(snapshot, dict) else {}
 
 
 def _queryset(campaign: Campaign, entity_key: str) -> models.QuerySet:

@@ -1,6 +1,6 @@
 """The registry of tools. Declaring a tool class with `@register` is all it takes to add one."""
 
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from ai_tools.base import ReadTool, WriteTool
 from campaigns.errors import InvalidInput
@@ -28,11 +28,11 @@ def write_tool(name: str) -> WriteTool:
         raise InvalidInput(f"Unknown tool {name!r}.") from None
 
 
-def summary(name: str, data: object) -> str:
-    """A logged call's one line for people. The log also holds calls of tools that do not exist
-    (an agent's made-up name, a tool since removed): those are named only, never a crash."""
-    tool = _write_tools.get(name)
-    return tool.summary(data) if tool is not None else name
+def summary(tool_name: Any, data: Any) -> str:
+    """One line for a logged call, whatever its row holds: a tool since removed (or a name
+    no tool ever had) is named only, and `WriteTool.summary` copes with any input."""
+    tool = _write_tools.get(tool_name) if isinstance(tool_name, str) else None
+    return tool.summary(data) if tool is not None else str(tool_name)
 
 
 def read_tool(name: str) -> ReadTool | None:

@@ -45,7 +45,8 @@ class ToolInvocation(models.Model):
     sequence = models.BigIntegerField()
     tool_name = models.CharField(max_length=64)
     tool_tier = models.CharField(max_length=16, choices=Tier.choices, blank=True, default="")
-    input = models.JSONField()
+    # Null only when the caller sent JSON null: a failed row keeps what was sent, whatever it is.
+    input = models.JSONField(null=True)
     result = models.JSONField(null=True, blank=True)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
     error = models.TextField(blank=True, default="")
@@ -68,7 +69,7 @@ class ToolInvocation(models.Model):
         related_name="+",
     )
     revert_reason = models.TextField(blank=True, default="")
-    # Tamper evidence (audit/chain.py): sha256 over the immutable fields and the previous row's.
+    # Tamper evidence (audit/chain.py): an HMAC over the row as sealed and the previous link's.
     prev_hash = models.CharField(max_length=64, blank=True, default="")
     row_hash = models.CharField(max_length=64, blank=True, default="")
 
@@ -101,6 +102,45 @@ class ToolInvocation(models.Model):
 
     def __str__(self) -> str:
         return f"#{self.sequence} {self.tool_name} ({self.status})"
+
+
+class StatusTransition(models.Model):
+    """A status change of a log row (a revert; approvals later), chained after the invocation
+    that was last when it happened, so a status flipped in the table alone is detected."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="+")
+    invocation = models.ForeignKey(
+        ToolInvocation, on_delete=models.CASCADE, related_name="transitions"
+    )
+    # The link's place in the campaign's chain: the `ordinal`-th transition after the
+    # invocation of this sequence number.
+    after_sequence = models.BigIntegerField()
+    ordinal = models.PositiveIntegerField()
+    from_status = models.CharField(max_length=20, choices=ToolInvocation.Status.choices)
+    to_status = models.CharField(max_length=20, choices=ToolInvocation.Status.choices)
+    # PROTECT: a user deleted from under a chained link would change what the link says.
+    by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+    )
+    reason = models.TextField(blank=True, default="")
+    at = models.DateTimeField()
+    prev_hash = models.CharField(max_length=64)
+    row_hash = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ["after_sequence", "ordinal"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["campaign", "after_sequence", "ordinal"], name="transition_link_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.after_sequence}.{self.ordinal} {self.from_status} → {self.to_status}"
 
 
 class WriteSetEntry(models.Model):

@@ -36,6 +36,15 @@ if not DEBUG and (not SECRET_KEY or SECRET_KEY == _DEV_SECRET or len(SECRET_KEY)
         "DJANGO_SECRET_KEY must be set to a long random value in production."
     )
 
+# Keys the tamper-evident log (audit/chain.py). Keep it out of the database and its backups:
+# whoever holds it can re-seal an edited log. Changing it makes every existing chain unverifiable.
+_DEV_CHAIN_KEY = "dev-only-audit-chain-key-never-used-in-production"
+AUDIT_CHAIN_KEY = os.environ.get("AUDIT_CHAIN_KEY") or (_DEV_CHAIN_KEY if DEBUG else "")
+if not DEBUG and (len(AUDIT_CHAIN_KEY) < 32 or AUDIT_CHAIN_KEY in (_DEV_CHAIN_KEY, SECRET_KEY)):
+    raise ImproperlyConfigured(
+        "AUDIT_CHAIN_KEY must be set to a long random value (not the secret key) in production."
+    )
+
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", "")
 

@@ -29,6 +29,7 @@ def test_check_deploy_is_clean_under_production_settings():
         "WARNING",
         DJANGO_DEBUG="0",
         DJANGO_SECRET_KEY=secrets.token_urlsafe(64),
+        AUDIT_CHAIN_KEY=secrets.token_urlsafe(48),
     )
     assert result.returncode == 0, result.stderr
     assert "System check identified no issues" in result.stdout
@@ -38,6 +39,15 @@ def test_production_refuses_to_start_without_a_real_secret_key():
     result = manage("check", DJANGO_DEBUG="0")
     assert result.returncode != 0
     assert "DJANGO_SECRET_KEY must be set" in result.stderr
+
+
+def test_production_refuses_to_start_without_a_real_audit_chain_key():
+    """The log's key never defaults in production, and is not the secret key reused."""
+    secret = secrets.token_urlsafe(64)
+    for key in ("", "short", secret):
+        result = manage("check", DJANGO_DEBUG="0", DJANGO_SECRET_KEY=secret, AUDIT_CHAIN_KEY=key)
+        assert result.returncode != 0, key
+        assert "AUDIT_CHAIN_KEY must be set" in result.stderr
 
 
 def test_assets_are_served_by_the_app_with_debug_off(client, settings):

@@ -176,7 +176,7 @@ def _turn_note(turn: Turn, speaker: str, message: str, rows: list[ToolInvocation
 
 
 def _call_note(row: ToolInvocation, speaker: str, message: str) -> str:
-    summary = registry.write_tool(row.tool_name).summary(row.input)
+    summary = registry.summary(row.tool_name, row.input)
     return (
         f"{_who(row.reverted_by)} reverted the {row.tool_name} call ({summary}) of the turn of "
         f'{speaker} ("{_quote(message)}"), {_why(row.revert_reason)}. Its effect is gone.'
@@ -193,7 +193,7 @@ def _unfinished_note(turn: Turn, speaker: str, message: str, calls: list[ToolCal
     )
     if calls:
         summaries = ", ".join(
-            f"{c.tool_name} ({registry.write_tool(c.tool_name).summary(c.input)})" for c in calls
+            f"{c.tool_name} ({registry.summary(c.tool_name, c.input)})" for c in calls
         )
         note += f" Its tool calls that ran stay in effect: {summaries}."
     return note

@@ -8,6 +8,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from ai_tools import entities as entity_keys
 from ai_tools import registry
 from audit.models import ToolInvocation
 
@@ -59,12 +60,12 @@ def entity_diff(row: ToolInvocation) -> list[dict[str, Any]] | None:
     """Before → after for every entity the call wrote: the snapshot holds the before, the post
     state the after. A created entity has no before, a deleted one no after. None when the call
     wrote but no snapshot was captured, so the before is unknown."""
+    after_all = entity_keys.logged_map(row.post_state)
     if not isinstance(row.revert_snapshot, dict):
-        return [] if not row.post_state else None
-    before_all = row.revert_snapshot.get("entities") or {}
-    after_all = row.post_state or {}
+        return [] if not after_all else None
+    before_all = entity_keys.snapshot_map(row.revert_snapshot)
     entities = []
-    for key in dict.fromkeys([*row.write_set, *after_all, *before_all]):
+    for key in dict.fromkeys([*entity_keys.logged_keys(row.write_set), *after_all, *before_all]):
         before, after = before_all.get(key), after_all.get(key)
         names = dict.fromkeys([*(before or {}), *(after or {})])
         entities.append(

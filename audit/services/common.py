@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from audit.models import ToolInvocation
+from audit.chain import chain_tip
 from campaigns.models import Campaign
 
 
@@ -13,11 +13,7 @@ def campaign_lock(campaign_id: Any) -> Campaign:
 
 
 def chain_position(campaign_id: Any) -> tuple[int, str]:
-    """The next log sequence number and the hash it links to. Assumes the campaign lock."""
-    last = (
-        ToolInvocation.objects.filter(campaign_id=campaign_id)
-        .order_by("-sequence")
-        .values_list("sequence", "row_hash")
-        .first()
-    )
-    return (last[0] + 1, last[1]) if last else (1, "")
+    """The next log sequence number and the hash it links to (the chain's last link: a row or
+    a transition after it). Assumes the campaign lock."""
+    tip = chain_tip(campaign_id)
+    return tip.sequence + 1, tip.hash

@@ -4,19 +4,33 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import DataError, IntegrityError, transaction
 from django.utils import timezone
 
 from ai_tools import entities, registry
 from ai_tools.base import ToolContext
+from audit.chain import transitions_append
 from audit.models import ToolInvocation, WriteSetEntry
 from audit.permissions import authorize_revert, recording_denials
-from campaigns.errors import Conflict, NotFound
+from campaigns.errors import Conflict, InvalidInput, NotFound
 from campaigns.models import Campaign, ChatMessage, Turn
 from campaigns.realtime import broadcast_on_commit, event
 from campaigns.selectors import campaign_get_visible
 
 COMMITTED = ToolInvocation.Status.COMMITTED
+# What a snapshot that does not fit raises on restore: a missing or foreign key, a value of the
+# wrong type or range, a row that vanished (and InvalidInput, a tool no longer registered).
+UNFAITHFUL = (
+    LookupError,
+    TypeError,
+    ValueError,
+    AttributeError,
+    OverflowError,
+    ValidationError,
+    DataError,
+    IntegrityError,
+    InvalidInput,
+)
 
 
 @dataclass
@@ -294,17 +308,36 @@ def _authorize_cascade(campaign: Campaign, later: list[ToolInvocation], *, user:
 def _revert_rows(
     campaign: Campaign, chain: list[ToolInvocation], *, user: Any, reason: str
 ) -> list[dict[str, Any]]:
-    """Run each tool's revert newest first; return the restored state of every entity touched."""
+    """Run each tool's revert newest first; return the restored state of every entity touched.
+    Each status change is chained as a transition link in the same transaction."""
     now = timezone.now()
     touched: list[str] = []
+    changes: list[tuple[ToolInvocation, str]] = []
     for row in chain:
-        tool = registry.write_tool(row.tool_name)
-        tool.revert(ToolContext(campaign=campaign, actor=user, turn=row.turn), row.revert_snapshot)
+        _restore(campaign, row, user)
+        changes.append((row, row.status))
         row.status, row.reverted_at = ToolInvocation.Status.REVERTED, now
         row.reverted_by, row.revert_reason = user, reason
         row.save(update_fields=["status", "reverted_at", "reverted_by", "revert_reason"])
-        touched += [k for k in row.write_set if k not in touched]
+        touched += [k for k in entities.logged_keys(row.write_set) if k not in touched]
+    if changes:
+        transitions_append(campaign_id=campaign.pk, changes=changes, by=user, reason=reason, at=now)
     return [entities.describe(k, entities.capture(campaign, k)) for k in touched]
+
+
+def _restore(campaign: Campaign, row: ToolInvocation, user: Any) -> None:
+    """Run the row's tool revert. A snapshot that no longer fits the world or the code (a row
+    from older code, an edited one) cannot be restored faithfully: a Conflict, and the whole
+    revert rolls back, instead of a half-applied restore or a 500."""
+    try:
+        tool = registry.write_tool(row.tool_name)
+        tool.revert(ToolContext(campaign=campaign, actor=user, turn=row.turn), row.revert_snapshot)
+    except UNFAITHFUL as exc:
+        raise Conflict(
+            f"Invocation {row.pk} cannot be reverted faithfully: its snapshot does not fit "
+            f"({type(exc).__name__}).",
+            conflicts=[str(row.pk)],
+        ) from exc
 
 
 def _mark_turn_reverted(turn: Turn, *, user: Any, reason: str) -> None:
@@ -318,10 +351,11 @@ def _diff(campaign: Campaign, chain: list[ToolInvocation]) -> list[dict[str, Any
     before: dict[str, dict | None] = {}
     after: dict[str, dict | None] = {}
     for row in chain:  # newest first: the oldest row's snapshot is what is restored
-        snapshot = (row.revert_snapshot or {}).get("entities", {})
-        for k in row.write_set:
+        snapshot = entities.snapshot_map(row.revert_snapshot)
+        post_state = entities.logged_map(row.post_state)
+        for k in entities.logged_keys(row.write_set):
             before[k] = snapshot.get(k)
-            after.setdefault(k, (row.post_state or {}).get(k))
+            after.setdefault(k, post_state.get(k))
     rows = []
     for k in before:
         now = entities.capture(campaign, k)
