@@ -6,6 +6,7 @@ changes go through the REST API, which is where permissions, audit and undo live
 """
 
 import json
+import logging
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -13,11 +14,15 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 
 from audit.models import SecurityEvent
 from campaigns.errors import NotFound
-from campaigns.realtime import group_name
+from campaigns.realtime import LAYER_UNAVAILABLE, group_name
 from campaigns.selectors import campaign_get_for_member
 
-# Application close code for a refused handshake (4000-4999 are free for applications).
+logger = logging.getLogger(__name__)
+
+# Application close codes (4000-4999 are free for applications), after the HTTP statuses.
 REFUSED = 4403
+NOT_FOUND = 4404
+UNAVAILABLE = 4503
 
 
 @database_sync_to_async
@@ -42,8 +47,25 @@ def record_refusal(*, user: Any, campaign_id: Any, ip: str | None) -> None:
     )
 
 
+async def refuse_unknown_path(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """Every websocket path that names no feed (a malformed campaign id among them) is refused
+    with NOT_FOUND, instead of the router's error that the server would answer with a 500."""
+    await receive()
+    await send({"type": "websocket.close", "code": NOT_FOUND})
+
+
 class CampaignConsumer(AsyncWebsocketConsumer):
     group: str | None = None
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """An unreachable channel layer (at the handshake or later) ends the socket with
+        UNAVAILABLE and a logged traceback, not with a server error (HTTP 500 or close 1011).
+        Before the handshake is accepted the close is a refusal (Daphne answers HTTP 403)."""
+        try:
+            await super().__call__(scope, receive, send)
+        except LAYER_UNAVAILABLE:
+            logger.exception("channel layer unavailable; websocket %s closed", scope["path"])
+            await send({"type": "websocket.close", "code": UNAVAILABLE})
 
     async def connect(self) -> None:
         user = self.scope.get("user")

@@ -13,12 +13,18 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import connection, transaction
 from django.utils import timezone
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from campaigns.models import Campaign
 
 logger = logging.getLogger(__name__)
 
 SOURCES = ("ai_tool_execution", "user", "system")
+
+# What a channel layer that cannot be reached raises: the network's errors (the built-in
+# TimeoutError among them) and redis-py's own, which do not derive from them.
+LAYER_UNAVAILABLE: tuple[type[Exception], ...] = (OSError, RedisConnectionError, RedisTimeoutError)
 
 
 def group_name(campaign_id: Any) -> str:
