@@ -7,6 +7,7 @@ changes go through the REST API, which is where permissions, audit and undo live
 
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -47,11 +48,20 @@ def record_refusal(*, user: Any, campaign_id: Any, ip: str | None) -> None:
     )
 
 
-async def refuse_unknown_path(scope: dict[str, Any], receive: Any, send: Any) -> None:
-    """Every websocket path that names no feed (a malformed campaign id among them) is refused
-    with NOT_FOUND, instead of the router's error that the server would answer with a 500."""
-    await receive()
-    await send({"type": "websocket.close", "code": NOT_FOUND})
+def refusal(code: int) -> Callable[..., Awaitable[None]]:
+    """An ASGI app that refuses every handshake with `code`. It needs no channel layer, so a
+    refusal still works while the layer is down."""
+
+    async def refuse(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await receive()
+        await send({"type": "websocket.close", "code": code})
+
+    return refuse
+
+
+# Every websocket path that names no feed (a malformed campaign id among them) is refused,
+# instead of the router's error that the server would answer with a 500.
+refuse_unknown_path = refusal(NOT_FOUND)
 
 
 class CampaignConsumer(AsyncWebsocketConsumer):

@@ -17,6 +17,7 @@ from rest_framework.authtoken.models import Token
 from audit.services import invocation_dispatch, turn_undo
 from config.asgi import application
 
+HOST = (b"host", b"testserver")
 ORIGIN = (b"origin", b"http://testserver")
 FOREIGN_ORIGIN = (b"origin", b"http://evil.example")
 TIMEOUT = 5
@@ -64,7 +65,10 @@ def token_header(user: Any) -> tuple[bytes, bytes]:
 async def open_socket(
     campaign_id: Any, headers: list[tuple[bytes, bytes]]
 ) -> tuple[WebsocketCommunicator, bool, Any]:
-    socket = WebsocketCommunicator(application, f"/ws/campaigns/{campaign_id}/", headers=headers)
+    """A handshake as every HTTP/1.1 client makes it: with a `Host` header, here `testserver`."""
+    socket = WebsocketCommunicator(
+        application, f"/ws/campaigns/{campaign_id}/", headers=[HOST, *headers]
+    )
     connected, detail = await socket.connect(timeout=TIMEOUT)
     return socket, connected, detail
 

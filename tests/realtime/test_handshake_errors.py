@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from campaigns.consumers import NOT_FOUND, UNAVAILABLE
 from config.asgi import application
-from tests.realtime.conftest import ORIGIN, open_socket, session_cookie
+from tests.realtime.conftest import HOST, ORIGIN, open_socket, session_cookie
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
@@ -40,7 +40,7 @@ async def test_any_campaign_segment_but_a_campaign_id_is_refused_cleanly(
     "path", ["/ws/campaigns/not-a-uuid/", "/ws/elsewhere/", "/ws/campaigns/", "/"]
 )
 async def test_a_path_that_is_no_feed_is_refused_as_not_found(world, member_cookie, path):
-    socket = WebsocketCommunicator(application, path, headers=[ORIGIN, member_cookie])
+    socket = WebsocketCommunicator(application, path, headers=[HOST, ORIGIN, member_cookie])
     assert await socket.connect() == (False, NOT_FOUND)
 
 
