@@ -15,8 +15,8 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 
 from audit.models import SecurityEvent
 from campaigns.errors import NotFound
-from campaigns.realtime import LAYER_UNAVAILABLE, group_name
-from campaigns.selectors import campaign_get_for_member
+from campaigns.realtime import LAYER_UNAVAILABLE, group_name, hello
+from campaigns.selectors import campaign_event_seq, campaign_get_for_member
 
 logger = logging.getLogger(__name__)
 
@@ -89,6 +89,10 @@ class CampaignConsumer(AsyncWebsocketConsumer):
         self.group = group_name(campaign_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
+        # Read after joining: an event committed meanwhile arrives after `hello` and is one the
+        # client may already count as seen (seq <= hello's), never one it silently misses.
+        seq = await database_sync_to_async(campaign_event_seq)(campaign_id=campaign_id)
+        await self.send(text_data=json.dumps(hello(campaign_id, seq)))
 
     async def disconnect(self, code: int) -> None:
         if self.group is not None:

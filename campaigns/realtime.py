@@ -45,6 +45,14 @@ def event(
     }
 
 
+def hello(campaign_id: Any, seq: int) -> dict[str, Any]:
+    """The first envelope on every new socket, for that socket alone: `seq` is the campaign's
+    last event when the socket joined its group, so a client that has seen less knows it missed
+    events (and refetches `/state/`), and one that has seen as much knows it missed none."""
+    envelope = event("hello", {}, source="system")
+    return {**envelope, "campaign": str(campaign_id), "seq": seq, "at": timezone.now().isoformat()}
+
+
 def broadcast_on_commit(campaign_id: Any, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Number `events` for the campaign and send them when the current transaction commits."""
     if not events:

@@ -74,9 +74,10 @@ async def open_socket(
 
 
 async def browser(campaign_id: Any, user: Any) -> WebsocketCommunicator:
-    """A member's browser tab, connected."""
+    """A member's browser tab, connected, past the `hello` every socket starts with."""
     socket, connected, detail = await open_socket(campaign_id, [ORIGIN, await session_cookie(user)])
     assert connected, f"handshake refused ({detail})"
+    assert (await socket.receive_json_from(timeout=TIMEOUT))["type"] == "hello"
     return socket
 
 
