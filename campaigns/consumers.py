@@ -70,12 +70,21 @@ class CampaignConsumer(AsyncWebsocketConsumer):
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         """An unreachable channel layer (at the handshake or later) ends the socket with
         UNAVAILABLE and a logged traceback, not with a server error (HTTP 500 or close 1011).
-        Before the handshake is accepted the close is a refusal (Daphne answers HTTP 403)."""
+        Before the handshake is accepted the close is a refusal (Daphne answers HTTP 403); a
+        socket already closed (a refused non-member) is not closed twice."""
+        closed = False
+
+        async def send_noting_close(message: dict[str, Any]) -> None:
+            nonlocal closed
+            closed = closed or message["type"] == "websocket.close"
+            await send(message)
+
         try:
-            await super().__call__(scope, receive, send)
+            await super().__call__(scope, receive, send_noting_close)
         except LAYER_UNAVAILABLE:
             logger.exception("channel layer unavailable; websocket %s closed", scope["path"])
-            await send({"type": "websocket.close", "code": UNAVAILABLE})
+            if not closed:
+                await send({"type": "websocket.close", "code": UNAVAILABLE})
 
     async def connect(self) -> None:
         user = self.scope.get("user")

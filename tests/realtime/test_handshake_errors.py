@@ -11,7 +11,7 @@ from channels.testing import WebsocketCommunicator
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from campaigns.consumers import NOT_FOUND, UNAVAILABLE
+from campaigns.consumers import NOT_FOUND, REFUSED, UNAVAILABLE
 from config.asgi import application
 from tests.realtime.conftest import HOST, ORIGIN, open_socket, session_cookie
 
@@ -51,18 +51,32 @@ def closed_port() -> int:
         return probe.getsockname()[1]
 
 
-async def test_a_handshake_while_redis_is_down_is_closed_cleanly_and_logged(
-    world, member_cookie, settings, caplog
-):
+@pytest.fixture
+def redis_down(settings):
     settings.CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
             "CONFIG": {"hosts": [f"redis://127.0.0.1:{closed_port()}/0"]},
         }
     }
+
+
+async def test_a_handshake_while_redis_is_down_is_closed_cleanly_and_logged(
+    world, member_cookie, redis_down, caplog
+):
     with caplog.at_level(logging.ERROR, logger="campaigns.consumers"):
-        _, connected, code = await open_socket(world.campaign.pk, [ORIGIN, member_cookie])
-    assert (connected, code) == (False, UNAVAILABLE)
+        socket, connected, code = await open_socket(world.campaign.pk, [ORIGIN, member_cookie])
+        assert (connected, code) == (False, UNAVAILABLE)
+        assert await socket.receive_nothing()
     [record] = [r for r in caplog.records if r.name == "campaigns.consumers"]
     assert "channel layer unavailable" in record.getMessage()
     assert record.exc_info is not None
+
+
+async def test_a_refusal_while_redis_is_down_is_one_clean_close(world, redis_down):
+    """Whichever comes first, the refusal or the layer's failure, the socket is closed once."""
+    cookie = await session_cookie(world.outsider)
+    socket, connected, code = await open_socket(world.campaign.pk, [ORIGIN, cookie])
+    assert not connected
+    assert code in (REFUSED, UNAVAILABLE)
+    assert await socket.receive_nothing()
