@@ -16,7 +16,7 @@ from ai_tools import registry
 from audit.models import ToolInvocation
 from audit.permissions import may_revert
 from campaigns.models import Campaign, ChatMessage, Membership, Turn
-from campaigns.selectors import campaign_state
+from campaigns.selectors import campaign_event_seq, campaign_state
 
 FEED_TURNS = 50
 ROSTERS = (("party", "pc", "Party"), ("foes", "monster", "Foes"), ("others", "npc", "Others"))
@@ -249,7 +249,7 @@ def _tool_calls(campaign: Campaign, turn_ids: list[int]) -> dict[int, list[ToolC
 
 def event_seq(campaign: Campaign) -> int:
     """The number of the campaign's last realtime event, read fresh from the database."""
-    return Campaign.objects.filter(pk=campaign.pk).values_list("event_seq", flat=True).get()
+    return campaign_event_seq(campaign_id=campaign.pk)
 
 
 def table(*, campaign: Campaign, user: Any) -> dict[str, Any]:

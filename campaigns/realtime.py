@@ -13,12 +13,18 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import connection, transaction
 from django.utils import timezone
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from campaigns.models import Campaign
 
 logger = logging.getLogger(__name__)
 
 SOURCES = ("ai_tool_execution", "user", "system")
+
+# What a channel layer that cannot be reached raises: the network's errors (the built-in
+# TimeoutError among them) and redis-py's own, which do not derive from them.
+LAYER_UNAVAILABLE: tuple[type[Exception], ...] = (OSError, RedisConnectionError, RedisTimeoutError)
 
 
 def group_name(campaign_id: Any) -> str:
@@ -37,6 +43,14 @@ def event(
         "invocation": str(invocation) if invocation else None,
         "data": data,
     }
+
+
+def hello(campaign_id: Any, seq: int) -> dict[str, Any]:
+    """The first envelope on every new socket, for that socket alone: `seq` is the campaign's
+    last event when the socket joined its group, so a client that has seen less knows it missed
+    events (and refetches `/state/`), and one that has seen as much knows it missed none."""
+    envelope = event("hello", {}, source="system")
+    return {**envelope, "campaign": str(campaign_id), "seq": seq, "at": timezone.now().isoformat()}
 
 
 def broadcast_on_commit(campaign_id: Any, events: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -1,9 +1,10 @@
 """Websocket routes (SPEC §7)."""
 
-from django.urls import path
+from django.urls import path, re_path
 
-from campaigns.consumers import CampaignConsumer
+from campaigns.consumers import CampaignConsumer, refuse_unknown_path
 
 websocket_urlpatterns = [
     path("ws/campaigns/<uuid:campaign_id>/", CampaignConsumer.as_asgi()),
+    re_path("", refuse_unknown_path),
 ]

@@ -1,8 +1,11 @@
 """Reads of the game world."""
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from django.core.exceptions import ValidationError
+from django.db import connection, transaction
 from django.db.models import QuerySet
 
 from campaigns.errors import NotFound
@@ -109,6 +112,33 @@ def campaign_state(campaign: Campaign) -> dict[str, Any]:
             )
         ],
     }
+
+
+def campaign_event_seq(*, campaign_id: Any) -> int:
+    """The number of the campaign's last realtime event, read fresh from the database."""
+    return Campaign.objects.filter(pk=campaign_id).values_list("event_seq", flat=True).get()
+
+
+@contextmanager
+def one_snapshot() -> Iterator[None]:
+    """Reads inside see the database at one moment. PostgreSQL's default READ COMMITTED gives
+    each statement its own moment, so a new transaction asks for REPEATABLE READ; SQLite's
+    transactions are one snapshot already. Nested in a caller's transaction, it reads in that."""
+    outermost = not connection.in_atomic_block
+    with transaction.atomic():
+        if outermost and connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        yield
+
+
+def campaign_state_at_seq(campaign: Campaign) -> dict[str, Any]:
+    """The canonical dump with `seq`, the number of the last event it reflects (SPEC §7), read
+    in one snapshot: a client that applies the events after `seq` on top of it misses nothing
+    and applies nothing twice."""
+    with one_snapshot():
+        seq = campaign_event_seq(campaign_id=campaign.pk)
+        return {"seq": seq, **campaign_state(campaign)}
 
 
 def _campaign_get(*, lock: bool, **filters: Any) -> Campaign:

@@ -1,7 +1,7 @@
 """The ASGI entry point: Django for HTTP, the campaign feed for websockets.
 
-Websockets sit behind `AllowedHostsOriginValidator` and `AuthMiddlewareStack` (session cookie),
-with `Authorization: Token` header auth for non-browser clients (`campaigns.ws_auth`).
+Websockets sit behind a same-origin check and `AuthMiddlewareStack` (session cookie), with
+`Authorization: Token` header auth for non-browser clients (`campaigns.ws_auth`).
 """
 
 import os

@@ -154,16 +154,31 @@ else:
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 if os.environ.get("REDIS_URL"):
+    from channels_redis.core import RedisChannelLayer
+
+    # Every idle feed waits in a blocking read (BZPOPMIN) of `brpop_timeout` seconds; a socket
+    # read timeout no longer than that (redis-py 8 defaults to 5 s, the same) tears down every
+    # silent websocket. The read timeout still exists, so a dead Redis cannot hang a consumer.
+    REDIS_SOCKET_TIMEOUT = float(os.environ.get("REDIS_SOCKET_TIMEOUT", "10"))
+    REDIS_CONNECT_TIMEOUT = float(os.environ.get("REDIS_CONNECT_TIMEOUT", "5"))
+    if RedisChannelLayer.brpop_timeout >= REDIS_SOCKET_TIMEOUT:
+        raise ImproperlyConfigured(
+            f"REDIS_SOCKET_TIMEOUT must be longer than the channel layer's blocking read "
+            f"({RedisChannelLayer.brpop_timeout} s)."
+        )
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
             "CONFIG": {
-                # redis-py caps a pool at 100 connections and raises past that; one worker's
-                # burst of joins or leaves (a room reconnecting at once) needs more.
+                # Everything but `address` is handed to redis-py's connection pool.
                 "hosts": [
                     {
                         "address": os.environ["REDIS_URL"],
+                        # redis-py caps a pool at 100 connections and raises past that; one
+                        # worker's burst of joins or leaves (a room reconnecting) needs more.
                         "max_connections": int(os.environ.get("REDIS_MAX_CONNECTIONS", "1000")),
+                        "socket_timeout": REDIS_SOCKET_TIMEOUT,
+                        "socket_connect_timeout": REDIS_CONNECT_TIMEOUT,
                     }
                 ],
                 "capacity": 1000,

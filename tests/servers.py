@@ -13,9 +13,11 @@ import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+from asgiref.sync import SyncToAsync
 from channels.routing import get_default_application
 from daphne.testing import DaphneProcess
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
@@ -62,7 +64,17 @@ def asgi_server(transactional_db, settings) -> Iterator[str]:
     settings.GM_PROVIDER = "scripted"
     _release_database_connections()
     process = DaphneProcess(host="127.0.0.1", get_application=_application)
-    process.start()
+    # Nor its thread for database work from async code: once a test here has used it, the
+    # child would inherit an executor whose one thread it does not have, and every consumer's
+    # database call (a websocket handshake) would wait forever. The child gets a fresh one.
+    ours, SyncToAsync.single_thread_executor = (
+        SyncToAsync.single_thread_executor,
+        ThreadPoolExecutor(max_workers=1),
+    )
+    try:
+        process.start()
+    finally:
+        SyncToAsync.single_thread_executor = ours
     try:
         if not process.ready.wait(timeout=30):
             error = "" if process.errors.empty() else process.errors.get_nowait()[1]

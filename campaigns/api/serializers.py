@@ -206,8 +206,10 @@ class TurnSerializer(serializers.ModelSerializer):
 
 
 class StateSerializer(serializers.Serializer):
-    """The canonical dump of `campaigns.selectors.campaign_state` (SPEC §3)."""
+    """The canonical dump of `campaigns.selectors.campaign_state` (SPEC §3), with `seq`: the
+    campaign's last realtime event that the dump reflects (SPEC §7)."""
 
+    seq = serializers.IntegerField(min_value=0)
     campaign = serializers.DictField()
     members = serializers.ListField(child=serializers.DictField())
     creatures = serializers.ListField(child=serializers.DictField())

@@ -22,7 +22,7 @@ from campaigns.api.permissions import require_may_create_creature, require_membe
 from campaigns.api.selectors import campaign_list_for_member, turn_get, turn_list
 from campaigns.errors import NotFound
 from campaigns.models import Campaign, Creature
-from campaigns.selectors import campaign_get_visible, campaign_state
+from campaigns.selectors import campaign_get_visible, campaign_state_at_seq
 
 
 def validated(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
@@ -85,14 +85,14 @@ class CampaignDetailView(ApiView):
 @extend_schema(tags=["campaigns"])
 class CampaignStateView(ApiView):
     """The canonical dump of the game world (SPEC §3): what a client shows, and what a
-    revert restores exactly."""
+    revert restores exactly; `seq` is the last event it reflects (SPEC §7)."""
 
     @extend_schema(
-        summary="The canonical state dump of the game world",
+        summary="The canonical state dump of the game world, with the event seq it reflects",
         responses={200: s.StateSerializer, **error_responses()},
     )
     def get(self, request: Request, campaign_id: Any) -> Response:
-        return Response(campaign_state(visible_campaign(request, campaign_id)))
+        return Response(campaign_state_at_seq(visible_campaign(request, campaign_id)))
 
 
 @extend_schema(tags=["campaigns"])

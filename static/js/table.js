@@ -435,15 +435,18 @@ function setLive(mode, text) {
 }
 
 let failures = 0;
-let connectedBefore = false;
+
+// Every connection opens with `hello` {seq: the campaign's last event}: a page that has seen
+// less missed events (while it was away, or before its first connection) and catches up.
+function greet(hello) {
+  if (Number.isInteger(hello.seq) && hello.seq > lastSeq) resync();
+}
 
 function connect() {
   const scheme = location.protocol === "https:" ? "wss" : "ws";
   socket = new WebSocket(`${scheme}://${location.host}/ws/campaigns/${boot.campaign}/`);
   socket.addEventListener("open", () => {
     setLive("open", "live");
-    if (connectedBefore) resync();
-    connectedBefore = true;
     failures = 0;
   });
   socket.addEventListener("message", (message) => {
@@ -453,7 +456,8 @@ function connect() {
     } catch {
       return;
     }
-    receive(event);
+    if (event.type === "hello") greet(event);
+    else receive(event);
   });
   socket.addEventListener("close", () => {
     setLive("closed", "reconnecting…");

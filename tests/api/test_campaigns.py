@@ -153,4 +153,4 @@ def test_other_set_up_is_for_the_owner_only_even_for_a_co_gm(world, tail, body):
 def test_state_serves_the_canonical_dump(world, as_player):
     response = as_player.get(campaign_url(world, "state/"))
     assert response.status_code == 200
-    assert response.json() == campaign_state(world.campaign)
+    assert response.json() == {"seq": world.campaign.event_seq, **campaign_state(world.campaign)}

@@ -2,7 +2,7 @@
 
 import pytest
 from django.db.models import F
-from playwright.sync_api import expect
+from playwright.sync_api import WebSocketRoute, expect
 
 from campaigns.models import Campaign, Creature
 from tests.browser.support import chromium, outside_the_browser_loop, signed_in_page
@@ -36,3 +36,31 @@ def test_a_gap_in_seq_refetches_the_state_and_the_feed(live_world: World, asgi_s
             expect(page.locator(f"{goblin} .hp-text")).to_have_text("3 / 7")
             expect(page.locator(f"{goblin} .conditions")).to_have_text("bleeding")
             expect(page.locator("#feed")).to_contain_text("Did anyone hear that?")
+
+
+def test_events_missed_before_the_first_connection_are_caught_up_by_hello(
+    live_world: World, asgi_server: str
+):
+    """The page's first connection attempt fails (a server restarting, say) and a change's
+    event is lost meanwhile; the connection that succeeds opens with `hello`, whose seq is
+    ahead of the page's, so the page refetches at once instead of waiting for a next event."""
+    world = live_world
+    goblin = f'[data-creature="{world.goblin.pk}"]'
+    attempts: list[WebSocketRoute] = []
+
+    def first_attempt_fails(socket: WebSocketRoute) -> None:
+        attempts.append(socket)
+        if len(attempts) == 1:
+            outside_the_browser_loop(lambda: lose_an_event(world))
+            socket.close(code=1011)
+        else:
+            socket.connect_to_server()
+
+    with chromium() as browser:
+        page = signed_in_page(browser, asgi_server, world.player.username)
+        page.route_web_socket("**/ws/campaigns/**", first_attempt_fails)
+        page.goto(f"/campaigns/{world.campaign.pk}/")
+        expect(page.locator("#live")).to_have_attribute("data-state", "open")
+        expect(page.locator(f"{goblin} .hp-text")).to_have_text("3 / 7")
+        expect(page.locator(f"{goblin} .conditions")).to_have_text("bleeding")
+    assert len(attempts) == 2

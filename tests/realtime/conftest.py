@@ -1,21 +1,42 @@
 """Websocket clients for the consumer tests: real handshakes through the project's ASGI app."""
 
+import os
 from collections.abc import AsyncIterator
 from typing import Any
 
+import pytest
 import pytest_asyncio
 from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django.conf import settings
 from django.db import connections
 from django.test import Client
 from rest_framework.authtoken.models import Token
 
+from audit.services import invocation_dispatch, turn_undo
 from config.asgi import application
 
+HOST = (b"host", b"testserver")
 ORIGIN = (b"origin", b"http://testserver")
 FOREIGN_ORIGIN = (b"origin", b"http://evil.example")
 TIMEOUT = 5
+
+redis_only = pytest.mark.skipif(
+    not os.environ.get("REDIS_URL"),
+    reason="needs the real Redis channel layer (CI sets REDIS_URL)",
+)
+
+
+def longest_layer_timeout() -> float:
+    """The longest wait inside the Redis channel layer a silent socket runs into: the blocking
+    read of its receive loop (BZPOPMIN), and the client's socket read and connect timeouts as
+    the connections are really built (redis-py's defaults included)."""
+    layer = get_channel_layer()
+    pool = layer.create_pool(0)
+    connection = pool.connection_class(**pool.connection_kwargs)
+    timeouts = (connection.socket_timeout, connection.socket_connect_timeout)
+    return max([layer.brpop_timeout, *(t for t in timeouts if t is not None)])
 
 
 @pytest_asyncio.fixture(autouse=True)
@@ -44,15 +65,19 @@ def token_header(user: Any) -> tuple[bytes, bytes]:
 async def open_socket(
     campaign_id: Any, headers: list[tuple[bytes, bytes]]
 ) -> tuple[WebsocketCommunicator, bool, Any]:
-    socket = WebsocketCommunicator(application, f"/ws/campaigns/{campaign_id}/", headers=headers)
+    """A handshake as every HTTP/1.1 client makes it: with a `Host` header, here `testserver`."""
+    socket = WebsocketCommunicator(
+        application, f"/ws/campaigns/{campaign_id}/", headers=[HOST, *headers]
+    )
     connected, detail = await socket.connect(timeout=TIMEOUT)
     return socket, connected, detail
 
 
 async def browser(campaign_id: Any, user: Any) -> WebsocketCommunicator:
-    """A member's browser tab, connected."""
+    """A member's browser tab, connected, past the `hello` every socket starts with."""
     socket, connected, detail = await open_socket(campaign_id, [ORIGIN, await session_cookie(user)])
     assert connected, f"handshake refused ({detail})"
+    assert (await socket.receive_json_from(timeout=TIMEOUT))["type"] == "hello"
     return socket
 
 
@@ -64,3 +89,24 @@ async def receive_until(socket: WebsocketCommunicator, type: str) -> list[dict[s
         received.append(envelope)
         if envelope["type"] == type:
             return received
+
+
+def damage_goblin(world, turn, amount=5):
+    return invocation_dispatch(
+        campaign=world.campaign,
+        actor=turn.actor,
+        tool_name="modify_creature",
+        input={"creature_id": world.goblin.pk, "hp_delta": -amount},
+        turn=turn,
+        model="test/model-1",
+        source="test",
+    )
+
+
+@database_sync_to_async
+def play_and_undo(world):
+    """A turn with a tool call, then its undo: user, ai_tool_execution and system events."""
+    turn = world.turn(message="I attack the goblin.")
+    damage_goblin(world, turn)
+    turn_undo(campaign_id=world.campaign.pk, turn_id=turn.pk, user=world.player, reason="oops")
+    return turn

@@ -11,34 +11,15 @@ from tests.realtime.conftest import (
     FOREIGN_ORIGIN,
     ORIGIN,
     browser,
+    damage_goblin,
     open_socket,
+    play_and_undo,
     receive_until,
     session_cookie,
     token_header,
 )
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
-
-
-def damage_goblin(world, turn, amount=5):
-    return invocation_dispatch(
-        campaign=world.campaign,
-        actor=turn.actor,
-        tool_name="modify_creature",
-        input={"creature_id": world.goblin.pk, "hp_delta": -amount},
-        turn=turn,
-        model="test/model-1",
-        source="test",
-    )
-
-
-@database_sync_to_async
-def play_and_undo(world):
-    """A turn with a tool call, then its undo: user, ai_tool_execution and system events."""
-    turn = world.turn(message="I attack the goblin.")
-    damage_goblin(world, turn)
-    turn_undo(campaign_id=world.campaign.pk, turn_id=turn.pk, user=world.player, reason="oops")
-    return turn
 
 
 async def test_member_receives_events_in_seq_order_with_their_source(world):
