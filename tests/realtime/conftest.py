@@ -70,6 +70,9 @@ async def open_socket(
         application, f"/ws/campaigns/{campaign_id}/", headers=[HOST, *headers]
     )
     connected, detail = await socket.connect(timeout=TIMEOUT)
+    if not connected:  # as a server does after a refusal, so the consumer ends here and now
+        await socket.send_input({"type": "websocket.disconnect", "code": detail})
+        await socket.wait(TIMEOUT)
     return socket, connected, detail
 
 
