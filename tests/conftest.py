@@ -1,12 +1,14 @@
 """Shared fixtures: people with every role, a small world, and captured broadcasts."""
 
+import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import Permission, User
-from django.db import connection
+from django.db import connection, connections
 
 from campaigns import realtime
 from campaigns.models import Campaign, Chapter, Creature, Dungeon, Resource
@@ -45,6 +47,30 @@ postgres_only = pytest.mark.skipif(
     connection.vendor != "postgresql",
     reason="row locks across connections need PostgreSQL (CI sets DATABASE_URL)",
 )
+
+
+def all_at_once(*jobs: Callable[[], Any], timeout: float = 120) -> list[Any]:
+    """Start every job at the same instant on its own thread: their results, or the exceptions
+    they raised (for the assertions). Each thread closes the database connections it opened."""
+    barrier = threading.Barrier(len(jobs))
+    results: list[Any] = [None] * len(jobs)
+
+    def worker(i: int, job: Callable[[], Any]) -> None:
+        try:
+            barrier.wait()
+            results[i] = job()
+        except Exception as exc:  # collected for the assertions
+            results[i] = exc
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=worker, args=(i, j)) for i, j in enumerate(jobs)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=timeout)
+    assert not any(thread.is_alive() for thread in threads), "a job never finished"
+    return results
 
 
 def make_user(username: str, **extra: Any) -> User:

@@ -1,13 +1,10 @@
 """Concurrent undo requests over HTTP against PostgreSQL: exactly one reverts."""
 
-import threading
-
 import pytest
-from django.db import connection
 
 from audit.models import ToolInvocation
 from tests.api.conftest import campaign_url, client_for, dump, play_turn
-from tests.conftest import build_world, postgres_only
+from tests.conftest import all_at_once, build_world, postgres_only
 
 REQUESTS = 4
 
@@ -20,23 +17,11 @@ def test_concurrent_undos_of_one_turn_revert_it_exactly_once():
     played = play_turn(world, moves=3)
     url = campaign_url(world, f"turns/{played.turn.pk}/undo/")
     callers = [world.player, world.owner, world.cogm, world.player][:REQUESTS]
-    start = threading.Barrier(REQUESTS)
-    responses: list = [None] * REQUESTS
 
-    def undo(i: int) -> None:
-        client = client_for(callers[i])
-        try:
-            start.wait()
-            responses[i] = client.post(url, {"reason": f"request {i}"}, format="json")
-        finally:
-            connection.close()
+    def undo(i: int):
+        return client_for(callers[i]).post(url, {"reason": f"request {i}"}, format="json")
 
-    threads = [threading.Thread(target=undo, args=(i,)) for i in range(REQUESTS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-
+    responses = all_at_once(*[lambda i=i: undo(i) for i in range(REQUESTS)])
     assert [r.status_code for r in responses] == [200] * REQUESTS
     bodies = [r.json() for r in responses]
     winners = [b for b in bodies if b["reverted"]]

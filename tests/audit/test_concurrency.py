@@ -1,43 +1,17 @@
 """Concurrency against PostgreSQL: the campaign lock and row locks make revert exactly-once and
 keep a revert racing a new tool call consistent."""
 
-import threading
-from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.db import connection
 
 from audit.models import ToolInvocation
 from audit.services import UndoResult, invocation_dispatch, invocation_revert, turn_undo
 from campaigns.errors import Conflict
 from campaigns.models import Creature
-from tests.conftest import build_world, postgres_only
+from tests.conftest import all_at_once, build_world, postgres_only
 
 pytestmark = [postgres_only, pytest.mark.django_db(transaction=True)]
-
-
-def run_together(*jobs: Callable[[], Any]) -> list[Any]:
-    """Start every job at the same instant, each on its own connection; results or exceptions."""
-    barrier = threading.Barrier(len(jobs))
-    results: list[Any] = [None] * len(jobs)
-
-    def worker(i: int, job: Callable[[], Any]) -> None:
-        try:
-            barrier.wait()
-            results[i] = job()
-        except Exception as exc:  # collected for the assertions
-            results[i] = exc
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=worker, args=(i, j)) for i, j in enumerate(jobs)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert not any(thread.is_alive() for thread in threads)
-    return results
 
 
 def test_twenty_concurrent_reverts_of_one_row_revert_exactly_once():
@@ -54,7 +28,7 @@ def test_twenty_concurrent_reverts_of_one_row_revert_exactly_once():
             campaign_id=world.campaign.pk, invocation_id=row.pk, user=world.player
         )
 
-    outcomes = run_together(*[revert] * 20)
+    outcomes = all_at_once(*[revert] * 20)
     assert not [o for o in outcomes if isinstance(o, Exception)], outcomes
     assert sum(o.reverted for o in outcomes) == 1
     assert sorted(o.skip_reason for o in outcomes if not o.reverted) == ["already_reverted"] * 19
@@ -86,7 +60,7 @@ def test_revert_racing_a_new_call_on_the_same_creature_stays_consistent():
                 input={"creature_id": world.orc.pk, "hp_delta": -3},
             )
 
-        reverted, second = run_together(revert, hit)
+        reverted, second = all_at_once(revert, hit)
         assert isinstance(second, ToolInvocation) and second.status == "committed", round_
         hp = Creature.objects.get(pk=world.orc.pk).hp
         first.refresh_from_db()
@@ -125,7 +99,7 @@ def test_undo_racing_a_call_into_the_same_turn_never_leaves_a_committed_call_beh
                 input={"creature_id": world.goblin.pk, "hp_delta": -1},
             )
 
-        undone, called = run_together(undo, late_call)
+        undone, called = all_at_once(undo, late_call)
         assert isinstance(undone, UndoResult), undone
         statuses = set(ToolInvocation.objects.filter(turn=turn).values_list("status", flat=True))
         assert statuses == {"reverted"}, round_

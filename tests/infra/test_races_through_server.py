@@ -5,8 +5,7 @@ from functools import partial
 
 from audit.models import ToolInvocation
 from tests.api.conftest import dump, play_turn
-from tests.conftest import World
-from tests.infra.conftest import all_at_once
+from tests.conftest import World, all_at_once
 from tests.servers import api_token, http
 
 UNDOS = 12
