@@ -155,4 +155,5 @@ class DiffRowSerializer(serializers.Serializer):
 class PlanSerializer(serializers.Serializer):
     invocations = PlannedInvocationSerializer(many=True)
     conflicts = serializers.ListField(child=serializers.UUIDField())
+    conflicting_invocations = PlannedInvocationSerializer(many=True)
     diff = DiffRowSerializer(many=True)

@@ -164,7 +164,8 @@ def revert_plan(
 
     A plan answers as the action would: the same permission checks, in the same order, over the
     target and its cascade (a Forbidden here is a 403 and a security event, like the action's),
-    and `conflicts` lists exactly what the action would refuse with a 409."""
+    and `conflicts` lists exactly what the action would refuse with a 409 (described in
+    `conflicting_invocations`, so naming them needs no cascade plan the caller may not see)."""
     with recording_denials(user=user, ip=ip), transaction.atomic():
         campaign = campaign_get_visible(campaign_id=campaign_id, user=user)
         if turn_id is not None:
@@ -183,6 +184,7 @@ def revert_plan(
         return {
             "invocations": [_planned(r) for r in chain + skipped],
             "conflicts": [str(r.pk) for r in conflicts],
+            "conflicting_invocations": [_planned(r) for r in conflicts],
             "diff": _diff(campaign, chain),
         }
 

@@ -706,15 +706,17 @@ async function showPlan(plan) {
   confirmButton.disabled = plan.conflicts.length > 0 && !undoing.cascade;
 }
 
-// Name the later calls in the way (the cascade plan lists them) and offer to undo them too.
+// Name the later calls in the way (the plan describes them) and offer to undo them too.
 async function showConflicts(ids) {
   undoing.conflicts = ids;
   let items = ids.map((id) => h("li", {}, `a later tool call (${id.slice(0, 8)})`));
-  const response = await request("GET", planURL(undoing.turn, true));
+  const response = await request("GET", planURL(undoing.turn, false));
   if (response.ok) {
     const plan = await response.json();
     const wanted = new Set(ids);
-    items = plan.invocations.filter((call) => wanted.has(call.id)).map((call) => callItem(call));
+    items = plan.conflicting_invocations
+      .filter((call) => wanted.has(call.id))
+      .map((call) => callItem(call));
   }
   fillSection("conflicts", items);
   $(".undo-conflicts", dialog).hidden = false;

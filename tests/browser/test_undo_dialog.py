@@ -90,3 +90,28 @@ def test_later_work_in_the_way_is_listed_and_undone_with_cascade(
         "status", flat=True
     )
     assert set(statuses) == {ToolInvocation.Status.REVERTED}
+
+
+def test_a_player_sees_the_later_calls_in_the_way_named_without_a_security_event(
+    live_world: World, asgi_server: str
+):
+    """Naming the calls in the way must not ask for a cascade plan the player may not see (that
+    is a 403 and a security event for merely opening the dialog)."""
+    world = live_world
+    attack(world)
+    later = turn_create(campaign=world.campaign, actor=world.other, message="Me too!")
+    invocation_dispatch(
+        campaign=world.campaign,
+        actor=world.other,
+        tool_name="modify_creature",
+        input={"creature_id": world.goblin.pk, "hp_delta": -1},
+        turn=later,
+    )
+    Turn.objects.filter(pk=later.pk).update(status=Turn.Status.RUNNING)
+    with chromium() as browser:
+        player = signed_in_page(browser, asgi_server, world.player.username)
+        open_table(player, world)
+        player.get_by_role("button", name="Undo this turn").click()
+        conflicts = player.locator("#undo-dialog .undo-conflicts")
+        expect(conflicts).to_contain_text("modify_creature — Goblin: HP -1")
+    assert not SecurityEvent.objects.filter(user=world.player).exists()
