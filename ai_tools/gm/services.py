@@ -14,6 +14,7 @@ from ai_tools.gm.providers import provider_for
 from ai_tools.gm.session import AI_SOURCE, TurnSession
 from audit.services.common import campaign_lock
 from campaigns.errors import Conflict
+from campaigns.faults import is_unavailable
 from campaigns.models import ChatMessage, Turn
 from campaigns.realtime import broadcast_on_commit, event
 from campaigns.services import message_post
@@ -68,12 +69,16 @@ def gm_stale_turns_fail(*, campaign_id: Any = None) -> list[int]:
 
 
 def _failure_reason(turn: Turn, exc: Exception) -> str:
-    """What the table reads. Provider errors are expected (an overloaded API); anything else is
-    a bug in our code and logged with its traceback."""
+    """What the table reads. Provider errors are expected (an overloaded API), and so are
+    outages of our own database or channel layer; anything else is a bug in our code and logged
+    with its traceback."""
     if isinstance(exc, GMError):
         logger.warning("GM turn %s failed: %s", turn.pk, exc)
         reason = str(exc).strip()
         return reason if reason.endswith((".", "!", "?")) else reason + "."
+    if is_unavailable(exc):  # an outage is not our bug: say so, and that a retry may work
+        logger.warning("GM turn %s stopped by an outage: %s: %s", turn.pk, type(exc).__name__, exc)
+        return "the game's database or live feed was unavailable; try again in a moment."
     logger.exception("GM turn %s crashed", turn.pk)
     return f"the GM ran into an internal error ({type(exc).__name__})."
 

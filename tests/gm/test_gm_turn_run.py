@@ -1,6 +1,7 @@
 """The turn runner: a turn always ends, failures say why, and an undone turn stays undone."""
 
 import pytest
+from django.db import OperationalError
 
 from ai_tools.gm.base import GMError, GMProvider, Session
 from ai_tools.gm.services import gm_turn_run
@@ -73,6 +74,19 @@ def test_a_provider_crash_fails_the_turn_with_a_system_message(world, play, even
     assert completed["source"] == "system"
     assert completed["data"]["status"] == "failed"
     assert completed["data"]["error"] == "the GM ran into an internal error (KeyError)."
+
+
+def test_an_outage_mid_turn_is_named_as_one_not_as_an_internal_error(world, play, events):
+    def connection_lost(session):
+        session.say("The ceiling")
+        raise OperationalError("server closed the connection unexpectedly")
+
+    turn = play("I look up.", provider=Provider(connection_lost))
+
+    assert turn.status == Turn.Status.FAILED
+    reason = "the game's database or live feed was unavailable; try again in a moment."
+    assert of_turn(events, turn)[-1]["data"]["error"] == reason
+    assert messages(turn)[-1][1].startswith(f"The GM could not finish this turn: {reason}")
 
 
 def test_a_failure_after_a_tool_call_keeps_the_call_and_says_it_can_be_undone(world, play):
