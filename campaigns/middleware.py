@@ -2,14 +2,17 @@
 
 A view that hits an unavailable database or channel layer answers 503 with `Retry-After` — a
 plain page for people, JSON `{"detail"}` under /api/ — instead of a 500 that reads as our bug.
-Other exceptions are left to Django.
+An outage outside every view (a middleware saving the session) reaches Django's 500 handler,
+which `server_error` makes the same 503. Other exceptions are left to Django.
 """
 
 import logging
+import sys
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
 from django.utils.deprecation import MiddlewareMixin
+from django.views import defaults
 
 from campaigns.faults import RETRY_AFTER_SECONDS, UNAVAILABLE_DETAIL, is_unavailable
 
@@ -38,3 +41,13 @@ def service_unavailable_response(request: HttpRequest) -> HttpResponse:
         response = HttpResponse(page, status=503)
     response["Retry-After"] = str(RETRY_AFTER_SECONDS)
     return response
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    """The project's 500 handler (config/urls.py): Django calls it while handling the uncaught
+    exception, so an outage raised where no view's handler sees it still answers 503."""
+    exception = sys.exc_info()[1]
+    if exception is not None and is_unavailable(exception):
+        logger.warning("service unavailable on %s: %s", request.path, type(exception).__name__)
+        return service_unavailable_response(request)
+    return defaults.server_error(request)

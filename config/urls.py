@@ -6,3 +6,6 @@ urlpatterns = [
     path("api/", include("config.api_urls")),
     path("", include("campaigns.urls")),
 ]
+
+# An outage outside every view (a middleware) is a 503 too, not a 500 that reads as our bug.
+handler500 = "campaigns.middleware.server_error"

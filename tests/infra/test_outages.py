@@ -4,13 +4,14 @@ Retry-After, pages a plain 503 page, and the dispatch fails closed with no row b
 import pytest
 from django.db import OperationalError
 from django.http import HttpResponse
+from django.test import Client
 from django.urls import path
 
 from ai_tools import registry
 from audit.models import ToolInvocation
 from audit.services import invocation_dispatch
 from campaigns.errors import AuditLogFailure
-from campaigns.faults import RETRY_AFTER_SECONDS
+from campaigns.faults import RETRY_AFTER_SECONDS, UNAVAILABLE_DETAIL
 from campaigns.models import Campaign, Creature
 from tests.api.conftest import campaign_url, client_for, dump
 from tests.conftest import World
@@ -112,3 +113,37 @@ def test_other_errors_are_left_to_django(world: World, client):
         pytest.raises(ValueError),
     ):
         client.get("/plain/")
+
+
+class OutageBeforeEveryView:
+    """A middleware that meets the outage before any view or view-level handler runs."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        Campaign.objects.count()
+        return self.get_response(request)
+
+
+@pytest.mark.parametrize("path", ["/campaigns/", "/api/campaigns/"])
+def test_an_outage_outside_every_view_is_a_503_not_a_500(world: World, settings, path):
+    settings.MIDDLEWARE = [f"{__name__}.OutageBeforeEveryView", *settings.MIDDLEWARE]
+    client = Client(raise_request_exception=False)
+    with database_drops_at('FROM "campaigns_campaign"') as struck:
+        response = client.get(path)
+    assert struck
+    assert response.status_code == 503
+    assert response["Retry-After"] == str(RETRY_AFTER_SECONDS)
+    if path.startswith("/api/"):
+        assert response.json() == {"detail": UNAVAILABLE_DETAIL}
+    else:
+        assert b"Temporarily unavailable" in response.content
+
+
+def test_a_bug_outside_every_view_is_still_a_500(world: World, settings):
+    settings.MIDDLEWARE = [f"{__name__}.OutageBeforeEveryView", *settings.MIDDLEWARE]
+    client = Client(raise_request_exception=False)
+    with database_drops_at('FROM "campaigns_campaign"', raise_as=ValueError):
+        response = client.get("/campaigns/")
+    assert response.status_code == 500
