@@ -8,6 +8,7 @@ with it. Turns are read-only; "Undo turn" goes through `turn_undo` like the API.
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
@@ -42,6 +43,7 @@ from campaigns.models import (
     Resource,
     Turn,
 )
+from campaigns.validators import approval_policy_available
 
 
 class ReadOnlyInline(admin.TabularInline):
@@ -107,8 +109,19 @@ class InventoryInline(ReadOnlyInline):
     verbose_name_plural = "inventory"
 
 
+class CampaignAdminForm(forms.ModelForm):
+    def clean_approval_policy(self) -> str:
+        """A policy set here must be one that is honoured; a campaign stored with another
+        before human approval was refused keeps it, so renaming such a campaign still works."""
+        policy = self.cleaned_data["approval_policy"]
+        if "approval_policy" in self.changed_data:
+            approval_policy_available(policy)
+        return policy
+
+
 @admin.register(Campaign)
 class CampaignAdmin(LogReaderMixin, admin.ModelAdmin):
+    form = CampaignAdminForm
     list_display = ("name", "owner", "status", "approval_policy", "created_at")
     list_select_related = ("owner",)
     list_filter = ("status", "approval_policy")

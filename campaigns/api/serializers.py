@@ -21,6 +21,7 @@ from campaigns.models import (
     Resource,
     Turn,
 )
+from campaigns.validators import approval_policy_available
 
 User = get_user_model()
 MAX_HP, MAX_COORD = HP["maximum"], COORD["maximum"]
@@ -48,7 +49,10 @@ class UsernameField(serializers.Field):
 class CampaignCreateInput(StrictSerializer):
     name = serializers.CharField(max_length=200)
     approval_policy = serializers.ChoiceField(
-        choices=Campaign.ApprovalPolicy.choices, required=False
+        choices=Campaign.ApprovalPolicy.choices,
+        required=False,
+        validators=[approval_policy_available],
+        help_text='Only "none" until human approval lands; other policies are refused (400).',
     )
 
 
