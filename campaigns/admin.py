@@ -20,7 +20,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from audit.admin import display
-from audit.admin.filters import CampaignFilter
+from audit.admin.filters import CampaignFilter, StatusFilter
 from audit.admin.pagination import EstimatedCountPaginator
 from audit.admin.reverting import (
     LogReaderMixin,
@@ -200,7 +200,7 @@ class TurnInvocationInline(ReadOnlyInline):
 class TurnAdmin(LogReaderMixin, admin.ModelAdmin):
     list_display = ("id", "created_at", "campaign", "actor", "status", "reverted_at")
     list_select_related = ("campaign", "actor")
-    list_filter = ("status", CampaignFilter, "created_at")
+    list_filter = (StatusFilter, CampaignFilter, "created_at")
     search_fields = ("campaign__name", "actor__username")
     ordering = ("-created_at",)
     paginator = EstimatedCountPaginator

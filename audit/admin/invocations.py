@@ -21,6 +21,7 @@ from audit.admin.filters import (
     CampaignFilter,
     ModelFilter,
     SourceFilter,
+    StatusFilter,
     ToolFilter,
     distinct_values,
 )
@@ -90,7 +91,7 @@ class ToolInvocationAdmin(ReadOnlyLogAdmin):
     )
     list_display_links = ("created_at",)
     list_filter = (
-        "status",
+        StatusFilter,
         "tool_tier",
         ToolFilter,
         ModelFilter,

@@ -20,10 +20,12 @@ from campaigns.models import (
     Membership,
     Resource,
     Turn,
+    reached_choices,
 )
 from campaigns.validators import approval_policy_available
 
 User = get_user_model()
+TURN_STATUSES = reached_choices(Turn.Status.choices)
 MAX_HP, MAX_COORD = HP["maximum"], COORD["maximum"]
 MESSAGE_MAX = 4000
 
@@ -193,6 +195,7 @@ class TurnSerializer(serializers.ModelSerializer):
     reverted_by = UsernameField()
     messages = MessageSerializer(many=True, read_only=True)
     invocations = InvocationSummarySerializer(many=True, read_only=True)
+    status = serializers.ChoiceField(choices=TURN_STATUSES, read_only=True)
 
     class Meta:
         model = Turn
