@@ -8,31 +8,25 @@ with it. Turns are read-only; "Undo turn" goes through `turn_undo` like the API.
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin
-from django.contrib.admin.utils import unquote
-from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect
-from django.urls import path, reverse
+from django.http import HttpRequest
+from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from audit.admin import display
-from audit.admin.filters import CampaignFilter
+from audit.admin.filters import CampaignFilter, StatusFilter
 from audit.admin.pagination import EstimatedCountPaginator
 from audit.admin.reverting import (
+    TURN,
     LogReaderMixin,
-    Outcome,
-    RevertForm,
+    ReadOnlyMixin,
+    RevertPageMixin,
     can_read_log,
-    confirmation_page,
-    plan_for,
-    undo_and_report,
 )
 from audit.models import ToolInvocation
-from audit.permissions import may_revert
-from campaigns.errors import Forbidden, NotFound
 from campaigns.models import (
     Campaign,
     ChatMessage,
@@ -42,21 +36,13 @@ from campaigns.models import (
     Resource,
     Turn,
 )
+from campaigns.validators import approval_policy_available
 
 
-class ReadOnlyInline(admin.TabularInline):
+class ReadOnlyInline(ReadOnlyMixin, admin.TabularInline):
     extra = 0
     can_delete = False
     related: tuple[str, ...] = ()
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return super().has_view_permission(request, obj) or can_read_log(request.user)
@@ -107,8 +93,20 @@ class InventoryInline(ReadOnlyInline):
     verbose_name_plural = "inventory"
 
 
+class CampaignAdminForm(forms.ModelForm):
+    def clean_approval_policy(self) -> str:
+        """A policy set here must be one that is honoured; a campaign stored with another
+        before human approval was refused keeps it, so renaming such a campaign still works."""
+        policy = self.cleaned_data["approval_policy"]
+        if "approval_policy" in self.changed_data:
+            approval_policy_available(policy)
+        return policy
+
+
 @admin.register(Campaign)
-class CampaignAdmin(LogReaderMixin, admin.ModelAdmin):
+class CampaignAdmin(ReadOnlyMixin, LogReaderMixin, admin.ModelAdmin):
+    form = CampaignAdminForm
+    changeable = True  # the name and the approval policy only: the rest is in readonly_fields
     list_display = ("name", "owner", "status", "approval_policy", "created_at")
     list_select_related = ("owner",)
     list_filter = ("status", "approval_policy")
@@ -131,12 +129,6 @@ class CampaignAdmin(LogReaderMixin, admin.ModelAdmin):
     )
     readonly_fields = tuple(f for f in fields if f not in ("name", "approval_policy"))
     inlines = (MembershipInline, CreatureInline, ResourceInline, InventoryInline)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     @admin.display(description="log")
     def log(self, campaign: Campaign) -> SafeString:
@@ -184,10 +176,11 @@ class TurnInvocationInline(ReadOnlyInline):
 
 
 @admin.register(Turn)
-class TurnAdmin(LogReaderMixin, admin.ModelAdmin):
+class TurnAdmin(ReadOnlyMixin, RevertPageMixin, LogReaderMixin, admin.ModelAdmin):
+    reverting = TURN
     list_display = ("id", "created_at", "campaign", "actor", "status", "reverted_at")
     list_select_related = ("campaign", "actor")
-    list_filter = ("status", CampaignFilter, "created_at")
+    list_filter = (StatusFilter, CampaignFilter, "created_at")
     search_fields = ("campaign__name", "actor__username")
     ordering = ("-created_at",)
     paginator = EstimatedCountPaginator
@@ -208,67 +201,3 @@ class TurnAdmin(LogReaderMixin, admin.ModelAdmin):
 
     class Media:
         css = {"all": ["audit/admin.css"]}
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def get_urls(self) -> list:
-        undo = self.admin_site.admin_view(self.undo_view)
-        return [
-            path("<path:object_id>/undo/", undo, name="campaigns_turn_undo"),
-            *super().get_urls(),
-        ]
-
-    def render_change_form(
-        self, request: HttpRequest, context: dict, *args: Any, obj: Any = None, **kwargs: Any
-    ) -> HttpResponse:
-        """The detail page offers "Undo turn" while the turn stands and the policy lets this
-        user undo it."""
-        standing = obj is not None and obj.reverted_at is None
-        if standing and may_revert(user=request.user, campaign=obj.campaign, actor_id=obj.actor_id):
-            context["undo_url"] = self._undo_url(obj)
-        return super().render_change_form(request, context, *args, obj=obj, **kwargs)
-
-    def undo_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        """GET: the plan and a reason to give. POST: undo through the service."""
-        turn = self.get_object(request, unquote(object_id))
-        if turn is None:
-            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
-        if not self.has_view_permission(request, turn):
-            raise PermissionDenied
-        change_url = reverse("admin:campaigns_turn_change", args=[turn.pk])
-        cascade_url = self._undo_url(turn) + "?cascade=1"
-        form = RevertForm(request.POST or None, initial={"cascade": "cascade" in request.GET})
-        if request.method == "POST" and form.is_valid():
-            outcome = undo_and_report(request, turn, cascade_url=cascade_url, **form.cleaned_data)
-            if outcome is not Outcome.CONFLICT:
-                return redirect(change_url)
-        try:
-            plan = plan_for(
-                request,
-                campaign_id=turn.campaign_id,
-                turn_id=turn.pk,
-                cascade=bool(form["cascade"].value()),
-            )
-        except (Forbidden, NotFound):
-            self.message_user(request, f"Turn {turn.pk}: you may not undo it.", level="error")
-            return redirect(change_url)
-        return confirmation_page(
-            request,
-            self,
-            obj=turn,
-            title=f"Undo turn {turn.pk}?",
-            form=form,
-            plan=plan,
-            cascade_url=cascade_url,
-            cancel_url=change_url,
-        )
-
-    def _undo_url(self, turn: Turn) -> str:
-        return reverse("admin:campaigns_turn_undo", args=[turn.pk])

@@ -8,6 +8,16 @@ from guardian.models import GroupObjectPermissionBase, UserObjectPermissionBase
 
 User = settings.AUTH_USER_MODEL
 
+# Human approval (issue 11) will write these statuses; the columns keep them among their choices,
+# since dropping them would take a migration that issue 11 reverts at once. Until it lands no row
+# reaches them, so the API and the admin neither offer nor document them.
+APPROVAL_STATUSES = frozenset({"awaiting_approval", "rejected", "expired"})
+
+
+def reached_choices(choices: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """A status column's choices without the approval statuses no row reaches yet."""
+    return [(value, label) for value, label in choices if value not in APPROVAL_STATUSES]
+
 
 class Campaign(models.Model):
     class Status(models.TextChoices):
@@ -35,7 +45,8 @@ class Campaign(models.Model):
     )
     scene = models.TextField(blank=True, default="")
     location = models.CharField(max_length=200, blank=True, default="")
-    # Human in the loop is a later issue; until its pause/resume lands, nothing is held back.
+    # Human in the loop is a later issue; until its pause/resume lands, nothing is held back, so
+    # the API and the admin accept only `none` (campaigns.validators).
     approval_policy = models.CharField(
         max_length=24, choices=ApprovalPolicy.choices, default=ApprovalPolicy.NONE
     )

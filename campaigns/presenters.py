@@ -132,9 +132,6 @@ CALL_LABELS = {
     ToolInvocation.Status.PENDING: "running",
     ToolInvocation.Status.FAILED: "refused",
     ToolInvocation.Status.REVERTED: "undone",
-    ToolInvocation.Status.AWAITING_APPROVAL: "awaiting approval",
-    ToolInvocation.Status.REJECTED: "rejected",
-    ToolInvocation.Status.EXPIRED: "expired",
 }
 
 
@@ -173,10 +170,9 @@ class TurnView:
 
     @property
     def gm(self) -> bool:
-        """A GM turn: the GM answered or acted, and it is neither running nor paused."""
+        """A GM turn: the GM answered or acted, and it is not still running."""
         answered = any(m.role == ChatMessage.Role.GM for m in self.messages) or bool(self.calls)
-        paused = self.status in (Turn.Status.RUNNING, Turn.Status.AWAITING_APPROVAL)
-        return answered and not self.reverted and not paused
+        return answered and not self.reverted and self.status != Turn.Status.RUNNING
 
 
 def feed(*, campaign: Campaign, user: Any, turn_id: Any = None) -> list[TurnView]:

@@ -288,8 +288,8 @@ SPECTACULAR_SETTINGS = {
     ],
     "ENUM_NAME_OVERRIDES": {
         "CampaignStatusEnum": "campaigns.models.Campaign.Status",
-        "TurnStatusEnum": "campaigns.models.Turn.Status",
-        "InvocationStatusEnum": "audit.models.ToolInvocation.Status",
+        "TurnStatusEnum": "campaigns.api.serializers.TURN_STATUSES",
+        "InvocationStatusEnum": "audit.api.serializers.INVOCATION_STATUSES",
     },
 }
 

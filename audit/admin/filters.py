@@ -12,7 +12,7 @@ from django.contrib.admin.options import IncorrectLookupParameters
 from django.db import connections, router
 from django.db.models import Model, QuerySet
 
-from campaigns.models import Campaign
+from campaigns.models import Campaign, reached_choices
 
 BLANK = "-"
 
@@ -75,6 +75,21 @@ class SourceFilter(IndexedValuesFilter):
     title = "source"
     parameter_name = "source"
     field_name = "source"
+
+
+class StatusFilter(admin.SimpleListFilter):
+    """The statuses rows reach: those the column keeps for human approval are not offered until
+    something writes them. The query string is that of Django's own field filter."""
+
+    title = "status"
+    parameter_name = "status__exact"
+
+    def lookups(self, request, model_admin):
+        return reached_choices(model_admin.model._meta.get_field("status").choices)
+
+    def queryset(self, request, queryset: QuerySet) -> QuerySet:
+        value = self.value()
+        return queryset if value is None else queryset.filter(status=value)
 
 
 class CampaignFilter(admin.SimpleListFilter):

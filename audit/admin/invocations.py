@@ -4,15 +4,12 @@ import uuid
 from typing import Any
 
 from django.contrib import admin
-from django.contrib.admin.utils import unquote
 from django.contrib.admin.views.main import ChangeList
 from django.contrib.auth import get_user_model
-from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect
+from django.http import HttpRequest
 from django.template.response import TemplateResponse
-from django.urls import path, reverse
+from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
@@ -21,23 +18,20 @@ from audit.admin.filters import (
     CampaignFilter,
     ModelFilter,
     SourceFilter,
+    StatusFilter,
     ToolFilter,
     distinct_values,
 )
 from audit.admin.pagination import EstimatedCountPaginator
 from audit.admin.reverting import (
-    DENIED,
+    INVOCATION,
     LogReaderMixin,
-    Outcome,
+    ReadOnlyMixin,
     RevertForm,
-    confirmation_page,
-    plan_for,
+    RevertPageMixin,
     revert_and_report,
 )
 from audit.models import ToolInvocation
-from audit.permissions import may_revert
-from audit.services.revert import skip_reason
-from campaigns.errors import Forbidden, NotFound
 from campaigns.models import Campaign
 
 LIST_DEFERRED = (
@@ -53,19 +47,6 @@ LIST_DEFERRED = (
 )
 
 
-class ReadOnlyLogAdmin(LogReaderMixin, admin.ModelAdmin):
-    """The log is append-only: nobody adds, changes or deletes a row here, superusers included."""
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
 class InvocationChangeList(ChangeList):
     """The list shows none of the JSON columns, so it does not read them: snapshots and
     post-states are the bulk of a row."""
@@ -75,7 +56,8 @@ class InvocationChangeList(ChangeList):
 
 
 @admin.register(ToolInvocation)
-class ToolInvocationAdmin(ReadOnlyLogAdmin):
+class ToolInvocationAdmin(ReadOnlyMixin, RevertPageMixin, LogReaderMixin, admin.ModelAdmin):
+    reverting = INVOCATION
     list_display = (
         "created_at",
         "campaign_link",
@@ -90,7 +72,7 @@ class ToolInvocationAdmin(ReadOnlyLogAdmin):
     )
     list_display_links = ("created_at",)
     list_filter = (
-        "status",
+        StatusFilter,
         "tool_tier",
         ToolFilter,
         ModelFilter,
@@ -227,58 +209,6 @@ class ToolInvocationAdmin(ReadOnlyLogAdmin):
             )
         return Q(pk=exact) | Q(campaign_id=exact)
 
-    def get_urls(self) -> list:
-        revert = self.admin_site.admin_view(self.revert_view)
-        return [
-            path("<path:object_id>/revert/", revert, name="audit_toolinvocation_revert"),
-            *super().get_urls(),
-        ]
-
-    def render_change_form(
-        self, request: HttpRequest, context: dict, *args: Any, obj: Any = None, **kwargs: Any
-    ) -> HttpResponse:
-        """The detail page offers "Revert" when the row can be reverted and the policy lets
-        this user revert it."""
-        revertible = obj is not None and skip_reason(obj) is None
-        if revertible and may_revert(
-            user=request.user, campaign=obj.campaign, actor_id=obj.user_id
-        ):
-            context["revert_url"] = self._revert_url(obj)
-        return super().render_change_form(request, context, *args, obj=obj, **kwargs)
-
-    def revert_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        """GET: the plan and a reason to give. POST: revert through the service."""
-        row = self.get_object(request, unquote(object_id))
-        if row is None:
-            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
-        if not self.has_view_permission(request, row):
-            raise PermissionDenied
-        cascade_url = self._revert_url(row) + "?cascade=1"
-        form = RevertForm(request.POST or None, initial={"cascade": "cascade" in request.GET})
-        if request.method == "POST" and form.is_valid():
-            outcome = revert_and_report(request, row, cascade_url=cascade_url, **form.cleaned_data)
-            if outcome is not Outcome.CONFLICT:
-                return redirect(display.change_url(row.pk))
-        cascade = bool(form["cascade"].value())
-        try:
-            plan = plan_for(
-                request, campaign_id=row.campaign_id, invocation_id=row.pk, cascade=cascade
-            )
-        except (Forbidden, NotFound):
-            self.message_user(request, f"{display.label(row)}: {DENIED}.", level="error")
-            return redirect(display.change_url(row.pk))
-        return confirmation_page(
-            request,
-            self,
-            obj=row,
-            title=f"Revert {display.label(row)}?",
-            form=form,
-            plan=plan,
-            summary=display.summary(row),
-            cascade_url=cascade_url,
-            cancel_url=display.change_url(row.pk),
-        )
-
     @admin.action(description="Revert selected tool invocations")
     def revert_selected(self, request: HttpRequest, queryset: QuerySet) -> TemplateResponse | None:
         """Newest first, so a later call that depends on an earlier selected one is reverted
@@ -314,9 +244,6 @@ class ToolInvocationAdmin(ReadOnlyLogAdmin):
                 row,
                 reason=form.cleaned_data["reason"],
                 cascade=False,
-                cascade_url=self._revert_url(row) + "?cascade=1",
+                cascade_url=self.revert_url(row) + "?cascade=1",
             )
         return None
-
-    def _revert_url(self, row: ToolInvocation) -> str:
-        return reverse("admin:audit_toolinvocation_revert", args=[row.pk])

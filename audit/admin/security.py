@@ -4,13 +4,13 @@ from django.contrib import admin
 from django.utils.safestring import SafeString
 
 from audit.admin.display import pretty_json
-from audit.admin.invocations import ReadOnlyLogAdmin
 from audit.admin.pagination import EstimatedCountPaginator
+from audit.admin.reverting import LogReaderMixin, ReadOnlyMixin
 from audit.models import SecurityEvent
 
 
 @admin.register(SecurityEvent)
-class SecurityEventAdmin(ReadOnlyLogAdmin):
+class SecurityEventAdmin(ReadOnlyMixin, LogReaderMixin, admin.ModelAdmin):
     list_display = ("created_at", "kind", "user", "campaign", "target", "ip")
     list_filter = (
         "kind",

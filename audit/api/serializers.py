@@ -10,6 +10,9 @@ from audit.models import ToolInvocation
 from audit.services.dispatch import TOOL_NAME_MAX
 from campaigns.api.base import StrictSerializer
 from campaigns.api.serializers import UsernameField
+from campaigns.models import reached_choices
+
+INVOCATION_STATUSES = reached_choices(ToolInvocation.Status.choices)
 
 BIGINT_MAX = 2**63 - 1
 
@@ -21,6 +24,7 @@ class InvocationSerializer(serializers.ModelSerializer):
         "a player's turn); null when the actor or the GM on their turn made it."
     )
     reverted_by = UsernameField()
+    status = serializers.ChoiceField(choices=INVOCATION_STATUSES, read_only=True)
     input = serializers.JSONField(read_only=True)
     result = serializers.JSONField(read_only=True, allow_null=True)
 
@@ -52,7 +56,7 @@ class InvocationSerializer(serializers.ModelSerializer):
 class InvocationFilter(serializers.Serializer):
     """Query parameters of the log list; values are checked before they reach SQL."""
 
-    status = serializers.ChoiceField(choices=ToolInvocation.Status.choices, required=False)
+    status = serializers.ChoiceField(choices=INVOCATION_STATUSES, required=False)
     tier = serializers.ChoiceField(choices=ToolInvocation.Tier.choices, required=False)
     tool = serializers.CharField(max_length=64, required=False)
     turn = serializers.IntegerField(min_value=1, max_value=BIGINT_MAX, required=False)
@@ -76,7 +80,7 @@ class ToolCallInput(StrictSerializer):
 
 class ToolCallResultSerializer(serializers.Serializer):
     invocation = serializers.UUIDField(help_text="The log row's id.")
-    status = serializers.ChoiceField(choices=ToolInvocation.Status.choices)
+    status = serializers.ChoiceField(choices=INVOCATION_STATUSES)
     result = serializers.JSONField(allow_null=True)
 
 

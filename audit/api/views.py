@@ -22,11 +22,6 @@ from campaigns.api.base import ApiListView, ApiView, ResultsPagination, client_i
 from campaigns.api.errors import error_responses
 from campaigns.api.views import validated, visible_campaign
 
-_STATUS_CODES = {
-    ToolInvocation.Status.COMMITTED: status.HTTP_201_CREATED,
-    ToolInvocation.Status.AWAITING_APPROVAL: status.HTTP_202_ACCEPTED,
-}
-
 
 class InvocationPagination(ResultsPagination):
     ordering = "-sequence"
@@ -42,7 +37,6 @@ class ToolCallView(ApiView):
         request=s.ToolCallInput,
         responses={
             201: OpenApiResponse(s.ToolCallResultSerializer, "Committed."),
-            202: OpenApiResponse(s.ToolCallResultSerializer, "Awaiting approval."),
             422: OpenApiResponse(
                 s.ToolCallFailedSerializer,
                 "Invalid input or a tool error: a failed row was logged, nothing changed.",
@@ -70,7 +64,7 @@ class ToolCallView(ApiView):
         if row.status == ToolInvocation.Status.FAILED:
             failed = s.ToolCallFailedSerializer({**body, "detail": row.error})
             return Response(failed.data, status=status.HTTP_422_UNPROCESSABLE_ENTITY)
-        return Response(s.ToolCallResultSerializer(body).data, status=_STATUS_CODES[row.status])
+        return Response(s.ToolCallResultSerializer(body).data, status=status.HTTP_201_CREATED)
 
 
 @extend_schema(tags=["turns"])

@@ -20,9 +20,12 @@ from campaigns.models import (
     Membership,
     Resource,
     Turn,
+    reached_choices,
 )
+from campaigns.validators import approval_policy_available
 
 User = get_user_model()
+TURN_STATUSES = reached_choices(Turn.Status.choices)
 MAX_HP, MAX_COORD = HP["maximum"], COORD["maximum"]
 MESSAGE_MAX = 4000
 
@@ -48,7 +51,10 @@ class UsernameField(serializers.Field):
 class CampaignCreateInput(StrictSerializer):
     name = serializers.CharField(max_length=200)
     approval_policy = serializers.ChoiceField(
-        choices=Campaign.ApprovalPolicy.choices, required=False
+        choices=Campaign.ApprovalPolicy.choices,
+        required=False,
+        validators=[approval_policy_available],
+        help_text='Only "none" until human approval lands; other policies are refused (400).',
     )
 
 
@@ -189,6 +195,7 @@ class TurnSerializer(serializers.ModelSerializer):
     reverted_by = UsernameField()
     messages = MessageSerializer(many=True, read_only=True)
     invocations = InvocationSummarySerializer(many=True, read_only=True)
+    status = serializers.ChoiceField(choices=TURN_STATUSES, read_only=True)
 
     class Meta:
         model = Turn

@@ -1,9 +1,11 @@
 """Campaigns in the admin: read with their members and world; only name and policy change."""
 
+import pytest
 from django.urls import reverse
 
 from audit.models import ToolInvocation
 from campaigns.models import Campaign
+from campaigns.validators import APPROVAL_UNAVAILABLE
 from tests.admin.conftest import call, move
 from tests.conftest import make_user
 
@@ -36,18 +38,42 @@ def test_a_superuser_may_rename_but_not_add_or_delete(client, world):
         campaign_url(world.campaign),
         {
             "name": "The Risen Keep",
-            "approval_policy": "critical",
+            "approval_policy": "none",
             **_empty_inlines(stale_page),
         },
     )
     assert response.status_code == 302, response.context["adminform"].errors
     campaign = Campaign.objects.get(pk=world.campaign.pk)
-    assert (campaign.name, campaign.approval_policy) == ("The Risen Keep", "critical")
+    assert (campaign.name, campaign.approval_policy) == ("The Risen Keep", "none")
     assert (campaign.event_seq, campaign.scene) == (42, "Dawn.")  # nothing stale written back
     assert client.get(reverse("admin:campaigns_campaign_add")).status_code == 403
     delete = reverse("admin:campaigns_campaign_delete", args=[world.campaign.pk])
     assert client.post(delete, {"post": "yes"}).status_code == 403
     assert Campaign.objects.filter(pk=world.campaign.pk).exists()
+
+
+@pytest.mark.parametrize(
+    "policy", [p for p in Campaign.ApprovalPolicy.values if p != Campaign.ApprovalPolicy.NONE]
+)
+def test_the_form_refuses_a_policy_other_than_none(client, world, policy):
+    client.force_login(make_user("root", is_staff=True, is_superuser=True))
+    page = client.get(campaign_url(world.campaign))
+    data = {"name": "Renamed", "approval_policy": policy, **_empty_inlines(page)}
+    response = client.post(campaign_url(world.campaign), data)
+    assert response.status_code == 200
+    assert response.context["adminform"].form.errors == {"approval_policy": [APPROVAL_UNAVAILABLE]}
+    campaign = Campaign.objects.get(pk=world.campaign.pk)
+    assert (campaign.name, campaign.approval_policy) == (world.campaign.name, "none")
+
+
+def test_a_campaign_stored_with_another_policy_keeps_it_and_can_be_renamed(client, world):
+    Campaign.objects.filter(pk=world.campaign.pk).update(approval_policy="critical")
+    client.force_login(make_user("root", is_staff=True, is_superuser=True))
+    page = client.get(campaign_url(world.campaign))
+    data = {"name": "Renamed", "approval_policy": "critical", **_empty_inlines(page)}
+    assert client.post(campaign_url(world.campaign), data).status_code == 302
+    campaign = Campaign.objects.get(pk=world.campaign.pk)
+    assert (campaign.name, campaign.approval_policy) == ("Renamed", "critical")
 
 
 def _empty_inlines(page):

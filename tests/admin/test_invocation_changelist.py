@@ -89,6 +89,18 @@ def test_each_filter_narrows_the_list(staff_client, log, query, expected):
     assert listed(response) == ids(log, *expected)
 
 
+def test_status_filter_offers_only_the_statuses_rows_reach(staff_client, log):
+    spec = next(
+        f for f in staff_client.get(CHANGELIST).context["cl"].filter_specs if f.title == "status"
+    )
+    assert [value for value, _ in spec.lookup_choices] == [
+        "pending",
+        "committed",
+        "failed",
+        "reverted",
+    ]
+
+
 def test_campaign_filter(staff_client, world, log):
     response = staff_client.get(f"{CHANGELIST}?campaign={world.foreign.campaign_id}")
     assert listed(response) == ids(log, "scene")

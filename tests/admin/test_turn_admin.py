@@ -125,3 +125,25 @@ def test_turn_list_filters_by_campaign(staff_client, played, world):
         turn.pk,
         other.pk,
     }
+
+
+def test_turn_status_filter_offers_only_the_statuses_turns_reach(staff_client, played):
+    turn, _, _ = played
+    changelist = reverse("admin:campaigns_turn_changelist")
+    assert _status_choices(staff_client.get(changelist)) == [
+        "open",
+        "running",
+        "completed",
+        "failed",
+    ]
+    same = staff_client.get(changelist, {"status__exact": turn.status})
+    assert [t.pk for t in same.context["cl"].result_list] == [turn.pk]
+    other = "failed" if turn.status != "failed" else "completed"
+    assert (
+        list(staff_client.get(changelist, {"status__exact": other}).context["cl"].result_list) == []
+    )
+
+
+def _status_choices(response):
+    spec = next(f for f in response.context["cl"].filter_specs if f.title == "status")
+    return [value for value, _ in spec.lookup_choices]

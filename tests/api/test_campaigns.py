@@ -6,6 +6,7 @@ from guardian.core import ObjectPermissionChecker
 from audit.models import SecurityEvent
 from campaigns.models import Campaign, Creature, Resource
 from campaigns.selectors import campaign_state
+from campaigns.validators import APPROVAL_UNAVAILABLE
 from tests.api.conftest import campaign_url, client_for, dump
 from tests.conftest import make_user
 
@@ -15,14 +16,33 @@ pytestmark = pytest.mark.django_db
 def test_creating_a_campaign_makes_the_caller_its_owner_with_the_revert_grant():
     user = make_user("gm")
     response = client_for(user).post(
-        "/api/campaigns/", {"name": "Night Market", "approval_policy": "critical"}, format="json"
+        "/api/campaigns/", {"name": "Night Market", "approval_policy": "none"}, format="json"
     )
     assert response.status_code == 201
     body = response.json()
-    assert body["owner"] == "gm" and body["approval_policy"] == "critical"
+    assert body["owner"] == "gm" and body["approval_policy"] == "none"
     assert body["members"] == [{"username": "gm", "role": "owner", "can_revert_any": True}]
     campaign = Campaign.objects.get(pk=body["id"])
     assert ObjectPermissionChecker(user).has_perm("revert_any_turn", campaign)
+
+
+def test_a_campaign_created_without_a_policy_holds_no_call_back():
+    response = client_for(make_user("gm")).post("/api/campaigns/", {"name": "Ash"}, format="json")
+    assert response.status_code == 201 and response.json()["approval_policy"] == "none"
+    campaign = Campaign.objects.get(pk=response.json()["id"])
+    assert campaign.approval_policy == Campaign.ApprovalPolicy.NONE
+
+
+@pytest.mark.parametrize(
+    "policy", [p for p in Campaign.ApprovalPolicy.values if p != Campaign.ApprovalPolicy.NONE]
+)
+def test_a_policy_other_than_none_is_refused_until_human_approval_lands(policy):
+    response = client_for(make_user("gm")).post(
+        "/api/campaigns/", {"name": "Ash", "approval_policy": policy}, format="json"
+    )
+    assert response.status_code == 400
+    assert response.json()["detail"] == f"approval_policy: {APPROVAL_UNAVAILABLE}"
+    assert not Campaign.objects.exists()
 
 
 def test_the_list_holds_only_the_callers_campaigns(world):

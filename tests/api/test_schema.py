@@ -82,7 +82,26 @@ def test_contract_shapes_in_the_schema(schema):
     assert set(components["Conflict"]["properties"]) == {"detail", "conflicts"}
     assert set(components["PaginatedInvocationList"]["properties"]) == {"results", "next"}
     tool_calls = schema["paths"]["/api/campaigns/{campaign_id}/turns/{turn_id}/tool-calls/"]
-    assert {"201", "202", "403", "404", "409", "422", "503"} <= set(tool_calls["post"]["responses"])
+    responses = set(tool_calls["post"]["responses"])
+    assert {"201", "403", "404", "409", "422", "503"} <= responses and "202" not in responses
+
+
+def test_the_schema_names_no_status_that_no_row_reaches(schema):
+    """Human approval has not landed: its statuses are kept in the columns but not promised."""
+    values = set(_strings(schema))
+    assert values & {"awaiting_approval", "rejected", "expired"} == set()
+    assert {"pending", "committed", "failed", "reverted"} <= values
+
+
+def _strings(node):
+    if isinstance(node, dict):
+        for value in node.values():
+            yield from _strings(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _strings(value)
+    elif isinstance(node, str):
+        yield node
 
 
 def test_swagger_ui_is_served_with_local_assets():
