@@ -6,6 +6,7 @@ leave only after commit. A broadcast failure is logged; it never undoes a commit
 """
 
 import logging
+from enum import StrEnum
 from functools import partial
 from typing import Any
 
@@ -20,7 +21,17 @@ from campaigns.models import Campaign
 
 logger = logging.getLogger(__name__)
 
-SOURCES = ("ai_tool_execution", "user", "system")
+
+class EventSource(StrEnum):
+    """What caused a realtime event (the envelope's `source`): the AI's tool calls and
+    narration, a person, or the table itself (reverts, undos, a failed turn, the hello). Not a
+    log row's origin (`audit.models.InvocationOrigin`) nor a chat message's provenance
+    (`ChatMessage.Source`), though a message's event takes its source from the message."""
+
+    AI_TOOL_EXECUTION = "ai_tool_execution"
+    USER = "user"
+    SYSTEM = "system"
+
 
 # What a channel layer that cannot be reached raises: the network's errors (the built-in
 # TimeoutError among them) and redis-py's own, which do not derive from them.
@@ -32,13 +43,16 @@ def group_name(campaign_id: Any) -> str:
 
 
 def event(
-    type: str, data: dict[str, Any], *, source: str, turn: Any = None, invocation: Any = None
+    type: str,
+    data: dict[str, Any],
+    *,
+    source: EventSource,
+    turn: Any = None,
+    invocation: Any = None,
 ) -> dict[str, Any]:
-    if source not in SOURCES:
-        raise ValueError(f"unknown event source {source!r}")
     return {
         "type": type,
-        "source": source,
+        "source": EventSource(source).value,
         "turn": turn,
         "invocation": str(invocation) if invocation else None,
         "data": data,
@@ -49,7 +63,7 @@ def hello(campaign_id: Any, seq: int) -> dict[str, Any]:
     """The first envelope on every new socket, for that socket alone: `seq` is the campaign's
     last event when the socket joined its group, so a client that has seen less knows it missed
     events (and refetches `/state/`), and one that has seen as much knows it missed none."""
-    envelope = event("hello", {}, source="system")
+    envelope = event("hello", {}, source=EventSource.SYSTEM)
     return {**envelope, "campaign": str(campaign_id), "seq": seq, "at": timezone.now().isoformat()}
 
 

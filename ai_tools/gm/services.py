@@ -11,11 +11,11 @@ from django.utils import timezone
 from ai_tools.gm.base import GMError, GMProvider
 from ai_tools.gm.context import gm_context
 from ai_tools.gm.providers import provider_for
-from ai_tools.gm.session import AI_SOURCE, TurnSession
+from ai_tools.gm.session import TurnSession
 from audit.services.common import campaign_lock
 from campaigns.errors import Conflict
 from campaigns.models import ChatMessage, Turn
-from campaigns.realtime import broadcast_on_commit, event
+from campaigns.realtime import EventSource, broadcast_on_commit, event
 from campaigns.services import message_post
 
 logger = logging.getLogger(__name__)
@@ -166,7 +166,7 @@ def _completed_event(
                     "invocations": session.invocations if session else [],
                     "error": error,
                 },
-                source="system" if error else AI_SOURCE,
+                source=EventSource.SYSTEM if error else EventSource.AI_TOOL_EXECUTION,
                 turn=turn.pk,
             )
         ],

@@ -11,12 +11,12 @@ from django.utils import timezone
 from ai_tools import entities, registry
 from ai_tools.base import ToolContext, ToolError, WriteTool
 from audit.chain import seal
-from audit.models import ToolInvocation, WriteSetEntry
+from audit.models import InvocationOrigin, ToolInvocation, WriteSetEntry
 from audit.services.common import campaign_lock, chain_position
 from campaigns.errors import AuditLogFailure, Conflict, InvalidInput
 from campaigns.faults import UNAVAILABLE_DETAIL, is_unavailable
 from campaigns.models import Campaign, Turn
-from campaigns.realtime import broadcast_on_commit, event
+from campaigns.realtime import EventSource, broadcast_on_commit, event
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -56,7 +56,7 @@ def invocation_dispatch(
     input: Any,
     turn: Turn | None = None,
     model: str = "",
-    source: str = "api",
+    source: InvocationOrigin = InvocationOrigin.API,
     requested_by: Any = None,
 ) -> ToolInvocation:
     """Run one write tool call under the write-ahead log.
@@ -86,7 +86,7 @@ def invocation_dispatch(
         tool = registry.write_tool(tool_name)
     except InvalidInput as unknown:
         return _record_failed(row_fields, unknown.detail)
-    row_fields["tool_tier"] = str(tool.tier)
+    row_fields["tool_tier"] = tool.tier
     problem = tool.validate(input)
     if problem:
         return _record_failed(row_fields, f"Invalid input: {problem}")
@@ -211,7 +211,7 @@ def _commit(
         event(
             "state_changed",
             entities.describe(k, fields),
-            source="ai_tool_execution",
+            source=EventSource.AI_TOOL_EXECUTION,
             turn=row.turn_id,
             invocation=row.pk,
         )

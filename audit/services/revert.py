@@ -14,7 +14,7 @@ from audit.models import ToolInvocation, WriteSetEntry
 from audit.permissions import authorize_revert, recording_denials
 from campaigns.errors import Conflict, InvalidInput, NotFound
 from campaigns.models import Campaign, ChatMessage, Turn
-from campaigns.realtime import broadcast_on_commit, event
+from campaigns.realtime import EventSource, broadcast_on_commit, event
 from campaigns.selectors import campaign_get_visible
 
 COMMITTED = ToolInvocation.Status.COMMITTED
@@ -88,7 +88,7 @@ def invocation_revert(
                         "state": state,
                         "reason": reason,
                     },
-                    source="system",
+                    source=EventSource.SYSTEM,
                     turn=r.turn_id,
                     invocation=r.pk,
                 )
@@ -142,7 +142,7 @@ def turn_undo(
                         "state": state,
                         "reason": reason,
                     },
-                    source="system",
+                    source=EventSource.SYSTEM,
                     turn=turn.pk,
                 )
             ],
