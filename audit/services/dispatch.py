@@ -67,6 +67,10 @@ def invocation_dispatch(
     error, invalid input and an unknown tool name each leave a `failed` row (an unknown tool's
     with a blank tier) and no mutation; a call into an undone turn raises Conflict.
 
+    Each path commits in a durable transaction of its own (nested in a caller's, it raises
+    RuntimeError): the row and its events are final when this returns, never at the mercy of a
+    caller's rollback.
+
     Provenance (SPEC §5): `actor` is whose turn it is; `requested_by` is the person who made the
     call. It is stored only when that is someone else (the owner posting into a player's turn),
     so a null `requested_by` always means "the actor, or the GM on the actor's turn".
@@ -91,7 +95,7 @@ def invocation_dispatch(
     if problem:
         return _record_failed(row_fields, f"Invalid input: {problem}")
     try:
-        with transaction.atomic():
+        with transaction.atomic(durable=True):
             locked = campaign_lock(campaign.pk)
             _refuse_if_undone(turn)
             row = _insert_log_row(row_fields, status=ToolInvocation.Status.PENDING)
@@ -131,7 +135,7 @@ def _refuse_if_undone(turn: Turn | None) -> None:
 
 
 def _record_failed(fields: dict[str, Any], error: str) -> ToolInvocation:
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         campaign_lock(fields["campaign_id"])
         _refuse_if_undone(fields["turn"])
         return _insert_log_row(fields, status=ToolInvocation.Status.FAILED, error=error)
