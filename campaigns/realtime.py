@@ -5,6 +5,7 @@ campaign row lock, so numbers follow commit order and a rolled-back change leave
 leave only after commit. A broadcast failure is logged; it never undoes a committed write.
 """
 
+import json
 import logging
 from enum import StrEnum
 from functools import partial
@@ -38,6 +39,12 @@ class EventSource(StrEnum):
 LAYER_UNAVAILABLE: tuple[type[Exception], ...] = (OSError, RedisConnectionError, RedisTimeoutError)
 
 
+# Tests turn this on (tests/conftest.py): every envelope is round-tripped through JSON where it
+# is made, so a payload the wire cannot carry (a datetime, a Decimal) fails at its call site,
+# not after commit in the channel layer or the consumer, where a failure is only logged.
+ROUND_TRIP_JSON = False
+
+
 def group_name(campaign_id: Any) -> str:
     return f"campaign.{campaign_id}"
 
@@ -50,13 +57,14 @@ def event(
     turn: Any = None,
     invocation: Any = None,
 ) -> dict[str, Any]:
-    return {
+    envelope = {
         "type": type,
         "source": EventSource(source).value,
         "turn": turn,
         "invocation": str(invocation) if invocation else None,
         "data": data,
     }
+    return json.loads(json.dumps(envelope)) if ROUND_TRIP_JSON else envelope
 
 
 def hello(campaign_id: Any, seq: int) -> dict[str, Any]:

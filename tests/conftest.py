@@ -145,6 +145,13 @@ def staff(db) -> User:
     return User.objects.get(pk=user.pk)
 
 
+@pytest.fixture(autouse=True)
+def events_round_trip_json(monkeypatch) -> None:
+    """Every event is made as the wire carries it: a payload JSON cannot hold fails where the
+    event is made, in the test that made it."""
+    monkeypatch.setattr(realtime, "ROUND_TRIP_JSON", True)
+
+
 @pytest.fixture
 def events(monkeypatch) -> list[dict[str, Any]]:
     """Every envelope the publisher sends, in order (after commit)."""
