@@ -1,12 +1,14 @@
 """Shared fixtures: people with every role, a small world, and captured broadcasts."""
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import Permission, User
-from django.db import connection
+from django.db import connection, transaction
 
 from campaigns import realtime
 from campaigns.models import Campaign, Chapter, Creature, Dungeon, Resource
@@ -45,6 +47,18 @@ postgres_only = pytest.mark.skipif(
     connection.vendor != "postgresql",
     reason="row locks across connections need PostgreSQL (CI sets DATABASE_URL)",
 )
+
+
+@contextmanager
+def rolled_back() -> Iterator[None]:
+    """Run one Hypothesis example in a transaction rolled back after it, as Django's TestCase
+    runs a test: marked as the test's own, so the durable services (`invocation_dispatch`,
+    `invocation_revert`, ...) may open their transactions inside it, as inside any test."""
+    atomic = transaction.atomic()
+    atomic._from_testcase = True  # what TestCase._enter_atomics marks its own blocks with
+    with atomic:
+        yield
+        transaction.set_rollback(True)
 
 
 def make_user(username: str, **extra: Any) -> User:
