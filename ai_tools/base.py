@@ -8,10 +8,10 @@ The default snapshot/revert capture and restore the entities named by `write_set
 import logging
 import math
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any, ClassVar
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.db import models
 from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import best_match
 
@@ -44,7 +44,10 @@ StrictValidator = validators.extend(
 )
 
 
-class Tier(StrEnum):
+class Tier(models.TextChoices):
+    """A write tool's blast radius. The one definition: the log's `tool_tier` column takes its
+    choices from here, so a tool's tier is stored as it is declared."""
+
     CRITICAL = "critical"
     HIGH = "high"
     MEDIUM = "medium"

@@ -6,7 +6,17 @@ import uuid
 from django.conf import settings
 from django.db import models
 
+from ai_tools.base import Tier
 from campaigns.models import Campaign, Turn
+
+
+class InvocationOrigin(models.TextChoices):
+    """Who wrote a log row (`ToolInvocation.source`): the REST tool-call endpoint or the GM
+    runner. Not the realtime event source (`campaigns.realtime.EventSource`) nor a chat
+    message's (`ChatMessage.Source`)."""
+
+    API = "api"
+    GM = "gm"
 
 
 class ToolInvocation(models.Model):
@@ -18,12 +28,6 @@ class ToolInvocation(models.Model):
         AWAITING_APPROVAL = "awaiting_approval"
         REJECTED = "rejected"
         EXPIRED = "expired"
-
-    class Tier(models.TextChoices):
-        CRITICAL = "critical"
-        HIGH = "high"
-        MEDIUM = "medium"
-        LOW = "low"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="invocations")

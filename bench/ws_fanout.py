@@ -8,8 +8,9 @@ in-memory layer measured side by side in the same run as the baseline.
 
 Clients are Channels `WebsocketCommunicator`s running the project's real ASGI stack (token
 auth, membership check, the consumer) in this one process; the undo runs through
-`audit.services.turn_undo` on PostgreSQL. The clock starts in an on-commit hook registered
-before the undo's own broadcast, so it measures commit → publish → layer → consumer → client.
+`audit.services.turn_undo` on PostgreSQL. The clock starts when the publisher's on-commit send
+begins (the undo is durable: no hook can join its transaction from outside), so it measures
+commit → publish → layer → consumer → client.
 A benchmark, not a test: it asserts no figure, only that every step did what it should.
 """
 
@@ -71,15 +72,22 @@ def hit(table: dict[str, Any]) -> Any:
 
 
 def undo(table: dict[str, Any], turn: Any) -> float:
-    """Undo `turn`; return the perf_counter time at which its transaction committed."""
-    from django.db import transaction
-
+    """Undo `turn`; return the perf_counter time at which its committed events began to leave."""
     from audit.services import turn_undo
+    from campaigns import realtime
 
     committed: list[float] = []
-    with transaction.atomic():
-        transaction.on_commit(lambda: committed.append(time.perf_counter()))
+    send = realtime._send
+
+    def timed_send(group: str, envelopes: list[dict[str, Any]]) -> None:
+        committed.append(time.perf_counter())
+        send(group, envelopes)
+
+    realtime._send = timed_send
+    try:
         outcome = turn_undo(campaign_id=table["campaign"].pk, turn_id=turn.pk, user=table["owner"])
+    finally:
+        realtime._send = send
     assert len(outcome.reverted) == 1, outcome
     return committed[0]
 

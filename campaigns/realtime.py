@@ -5,7 +5,9 @@ campaign row lock, so numbers follow commit order and a rolled-back change leave
 leave only after commit. A broadcast failure is logged; it never undoes a committed write.
 """
 
+import json
 import logging
+from enum import StrEnum
 from functools import partial
 from typing import Any
 
@@ -20,11 +22,27 @@ from campaigns.models import Campaign
 
 logger = logging.getLogger(__name__)
 
-SOURCES = ("ai_tool_execution", "user", "system")
+
+class EventSource(StrEnum):
+    """What caused a realtime event (the envelope's `source`): the AI's tool calls and
+    narration, a person, or the table itself (reverts, undos, a failed turn, the hello). Not a
+    log row's origin (`audit.models.InvocationOrigin`) nor a chat message's provenance
+    (`ChatMessage.Source`), though a message's event takes its source from the message."""
+
+    AI_TOOL_EXECUTION = "ai_tool_execution"
+    USER = "user"
+    SYSTEM = "system"
+
 
 # What a channel layer that cannot be reached raises: the network's errors (the built-in
 # TimeoutError among them) and redis-py's own, which do not derive from them.
 LAYER_UNAVAILABLE: tuple[type[Exception], ...] = (OSError, RedisConnectionError, RedisTimeoutError)
+
+
+# Tests turn this on (tests/conftest.py): every envelope is round-tripped through JSON where it
+# is made, so a payload the wire cannot carry (a datetime, a Decimal) fails at its call site,
+# not after commit in the channel layer or the consumer, where a failure is only logged.
+ROUND_TRIP_JSON = False
 
 
 def group_name(campaign_id: Any) -> str:
@@ -32,24 +50,28 @@ def group_name(campaign_id: Any) -> str:
 
 
 def event(
-    type: str, data: dict[str, Any], *, source: str, turn: Any = None, invocation: Any = None
+    type: str,
+    data: dict[str, Any],
+    *,
+    source: EventSource,
+    turn: Any = None,
+    invocation: Any = None,
 ) -> dict[str, Any]:
-    if source not in SOURCES:
-        raise ValueError(f"unknown event source {source!r}")
-    return {
+    envelope = {
         "type": type,
-        "source": source,
+        "source": EventSource(source).value,
         "turn": turn,
         "invocation": str(invocation) if invocation else None,
         "data": data,
     }
+    return json.loads(json.dumps(envelope)) if ROUND_TRIP_JSON else envelope
 
 
 def hello(campaign_id: Any, seq: int) -> dict[str, Any]:
     """The first envelope on every new socket, for that socket alone: `seq` is the campaign's
     last event when the socket joined its group, so a client that has seen less knows it missed
     events (and refetches `/state/`), and one that has seen as much knows it missed none."""
-    envelope = event("hello", {}, source="system")
+    envelope = event("hello", {}, source=EventSource.SYSTEM)
     return {**envelope, "campaign": str(campaign_id), "seq": seq, "at": timezone.now().isoformat()}
 
 

@@ -18,7 +18,7 @@ from campaigns.models import (
     Resource,
     Turn,
 )
-from campaigns.realtime import broadcast_on_commit, event
+from campaigns.realtime import EventSource, broadcast_on_commit, event
 
 REVERT_ANY_TURN = "campaigns.revert_any_turn"
 
@@ -130,7 +130,9 @@ def turn_create(*, campaign: Campaign, actor: Any, message: str) -> Turn:
     return turn
 
 
-def message_post(*, turn: Turn, author: Any, role: str, source: str, content: str) -> ChatMessage:
+def message_post(
+    *, turn: Turn, author: Any, role: str, source: ChatMessage.Source, content: str
+) -> ChatMessage:
     with transaction.atomic():
         message = ChatMessage.objects.create(
             campaign_id=turn.campaign_id,
@@ -151,7 +153,7 @@ def message_post(*, turn: Turn, author: Any, role: str, source: str, content: st
                         "content": content,
                         "author": author.get_username() if author else None,
                     },
-                    source=source,
+                    source=EventSource(source),
                     turn=turn.pk,
                 )
             ],

@@ -2,13 +2,14 @@
 
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import Permission, User
-from django.db import connection, connections
+from django.db import connection, connections, transaction
 
 from campaigns import realtime
 from campaigns.models import Campaign, Chapter, Creature, Dungeon, Resource
@@ -71,6 +72,18 @@ def all_at_once(*jobs: Callable[[], Any], timeout: float = 120) -> list[Any]:
         thread.join(timeout=timeout)
     assert not any(thread.is_alive() for thread in threads), "a job never finished"
     return results
+
+
+@contextmanager
+def rolled_back() -> Iterator[None]:
+    """Run one Hypothesis example in a transaction rolled back after it, as Django's TestCase
+    runs a test: marked as the test's own, so the durable services (`invocation_dispatch`,
+    `invocation_revert`, ...) may open their transactions inside it, as inside any test."""
+    atomic = transaction.atomic()
+    atomic._from_testcase = True  # what TestCase._enter_atomics marks its own blocks with
+    with atomic:
+        yield
+        transaction.set_rollback(True)
 
 
 def make_user(username: str, **extra: Any) -> User:
@@ -169,6 +182,13 @@ def staff(db) -> User:
     user = make_user("staff", is_staff=True)
     user.user_permissions.add(Permission.objects.get(codename="revert_toolinvocation"))
     return User.objects.get(pk=user.pk)
+
+
+@pytest.fixture(autouse=True)
+def events_round_trip_json(monkeypatch) -> None:
+    """Every event is made as the wire carries it: a payload JSON cannot hold fails where the
+    event is made, in the test that made it."""
+    monkeypatch.setattr(realtime, "ROUND_TRIP_JSON", True)
 
 
 @pytest.fixture

@@ -11,12 +11,12 @@ from django.utils import timezone
 from ai_tools.gm.base import GMError, GMProvider
 from ai_tools.gm.context import gm_context
 from ai_tools.gm.providers import provider_for
-from ai_tools.gm.session import AI_SOURCE, TurnSession
+from ai_tools.gm.session import TurnSession
 from audit.services.common import campaign_lock
 from campaigns.errors import Conflict
 from campaigns.faults import is_unavailable
 from campaigns.models import ChatMessage, Turn
-from campaigns.realtime import broadcast_on_commit, event
+from campaigns.realtime import EventSource, broadcast_on_commit, event
 from campaigns.services import message_post
 
 logger = logging.getLogger(__name__)
@@ -28,13 +28,16 @@ def gm_turn_run(*, turn: Turn, provider: GMProvider | None = None) -> Turn:
 
     The turn never stays `running`: whatever the provider does, it ends `completed`, or
     `failed` with a system message saying why (tool calls already committed stay in the log,
-    undoable). Call it outside a transaction, or the narration arrives only at commit. Raises
-    Conflict if the turn is not open (the GM ran on it already, is running, or it was undone).
+    undoable). Raises Conflict if the turn is not open (the GM ran on it already, is running,
+    or it was undone). The claim is a durable transaction, so a call nested in a caller's
+    transaction raises RuntimeError before anything runs: there the narration would arrive
+    only at the caller's commit, and its tool calls, each durable, could not commit at all.
     """
-    gm_stale_turns_fail(campaign_id=turn.campaign_id)
-    claimed = Turn.objects.filter(
-        pk=turn.pk, status=Turn.Status.OPEN, reverted_at__isnull=True
-    ).update(status=Turn.Status.RUNNING)
+    with transaction.atomic(durable=True):
+        gm_stale_turns_fail(campaign_id=turn.campaign_id)
+        claimed = Turn.objects.filter(
+            pk=turn.pk, status=Turn.Status.OPEN, reverted_at__isnull=True
+        ).update(status=Turn.Status.RUNNING)
     if not claimed:
         raise Conflict("The GM has already answered this turn, is answering it, or it was undone.")
     session: TurnSession | None = None
@@ -171,7 +174,7 @@ def _completed_event(
                     "invocations": session.invocations if session else [],
                     "error": error,
                 },
-                source="system" if error else AI_SOURCE,
+                source=EventSource.SYSTEM if error else EventSource.AI_TOOL_EXECUTION,
                 turn=turn.pk,
             )
         ],

@@ -12,15 +12,12 @@ from ai_tools import registry
 from ai_tools.base import ReadTool, ToolContext, ToolError
 from ai_tools.gm.base import ToolOutcome
 from ai_tools.gm.context import GMContext
-from audit.models import ToolInvocation
+from audit.models import InvocationOrigin, ToolInvocation
 from audit.services import invocation_dispatch
 from campaigns.errors import AppError
 from campaigns.models import Turn
-from campaigns.realtime import broadcast_on_commit, event
+from campaigns.realtime import EventSource, broadcast_on_commit, event
 
-# Invocation rows written by the GM runner (the REST tool-call endpoint writes "api").
-SOURCE = "gm"
-AI_SOURCE = "ai_tool_execution"
 DELTA_MIN_CHARS = 24
 
 
@@ -36,7 +33,13 @@ class TurnSession:
     def text(self) -> str:
         return "".join(self._said).strip()
 
-    def publish(self, type: str, data: dict[str, Any], *, source: str = AI_SOURCE) -> None:
+    def publish(
+        self,
+        type: str,
+        data: dict[str, Any],
+        *,
+        source: EventSource = EventSource.AI_TOOL_EXECUTION,
+    ) -> None:
         broadcast_on_commit(
             self.turn.campaign_id, [event(type, data, source=source, turn=self.turn.pk)]
         )
@@ -82,7 +85,7 @@ class TurnSession:
                 input=input,
                 turn=self.turn,
                 model=model,
-                source=SOURCE,
+                source=InvocationOrigin.GM,
             )
         except AppError as exc:  # unknown tool, undone turn, or the audit log failing closed
             return ToolOutcome(False, {"error": exc.detail})

@@ -10,13 +10,14 @@ from django.utils.safestring import SafeString
 
 from ai_tools import entities as entity_keys
 from ai_tools import registry
+from ai_tools.base import Tier
 from audit.models import ToolInvocation
 
 TIER_COLOURS = {
-    ToolInvocation.Tier.CRITICAL: "#ba2121",
-    ToolInvocation.Tier.HIGH: "#d35400",
-    ToolInvocation.Tier.MEDIUM: "#9a7d0a",
-    ToolInvocation.Tier.LOW: "#417690",
+    Tier.CRITICAL: "#ba2121",
+    Tier.HIGH: "#d35400",
+    Tier.MEDIUM: "#9a7d0a",
+    Tier.LOW: "#417690",
 }
 
 

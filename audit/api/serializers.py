@@ -6,6 +6,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from ai_tools.base import Tier
 from audit.models import ToolInvocation
 from audit.services.dispatch import TOOL_NAME_MAX
 from campaigns.api.base import StrictSerializer
@@ -57,7 +58,7 @@ class InvocationFilter(serializers.Serializer):
     """Query parameters of the log list; values are checked before they reach SQL."""
 
     status = serializers.ChoiceField(choices=INVOCATION_STATUSES, required=False)
-    tier = serializers.ChoiceField(choices=ToolInvocation.Tier.choices, required=False)
+    tier = serializers.ChoiceField(choices=Tier.choices, required=False)
     tool = serializers.CharField(max_length=64, required=False)
     turn = serializers.IntegerField(min_value=1, max_value=BIGINT_MAX, required=False)
 

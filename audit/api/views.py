@@ -16,7 +16,7 @@ from audit import services
 from audit.api import serializers as s
 from audit.api.permissions import authorize_tool_call
 from audit.api.selectors import invocation_get, invocation_list, turn_get
-from audit.models import ToolInvocation
+from audit.models import InvocationOrigin, ToolInvocation
 from audit.permissions import recording_denials
 from campaigns.api.base import ApiListView, ApiView, ResultsPagination, client_ip
 from campaigns.api.errors import error_responses
@@ -57,7 +57,7 @@ class ToolCallView(ApiView):
             input=data["input"],
             turn=turn,
             model=data["model"],
-            source="api",
+            source=InvocationOrigin.API,
             requested_by=request.user,
         )
         body = {"invocation": row.pk, "status": row.status, "result": row.result}

@@ -11,12 +11,12 @@ from django.utils import timezone
 from ai_tools import entities, registry
 from ai_tools.base import ToolContext, ToolError, WriteTool
 from audit.chain import seal
-from audit.models import ToolInvocation, WriteSetEntry
+from audit.models import InvocationOrigin, ToolInvocation, WriteSetEntry
 from audit.services.common import campaign_lock, chain_position
 from campaigns.errors import AuditLogFailure, Conflict, InvalidInput
 from campaigns.faults import UNAVAILABLE_DETAIL, is_unavailable
 from campaigns.models import Campaign, Turn
-from campaigns.realtime import broadcast_on_commit, event
+from campaigns.realtime import EventSource, broadcast_on_commit, event
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -56,7 +56,7 @@ def invocation_dispatch(
     input: Any,
     turn: Turn | None = None,
     model: str = "",
-    source: str = "api",
+    source: InvocationOrigin = InvocationOrigin.API,
     requested_by: Any = None,
 ) -> ToolInvocation:
     """Run one write tool call under the write-ahead log.
@@ -66,6 +66,10 @@ def invocation_dispatch(
     if the snapshot cannot be taken the tool runs but the row is marked not revertible. A tool
     error, invalid input and an unknown tool name each leave a `failed` row (an unknown tool's
     with a blank tier) and no mutation; a call into an undone turn raises Conflict.
+
+    Each path commits in a durable transaction of its own (nested in a caller's, it raises
+    RuntimeError): the row and its events are final when this returns, never at the mercy of a
+    caller's rollback.
 
     Provenance (SPEC §5): `actor` is whose turn it is; `requested_by` is the person who made the
     call. It is stored only when that is someone else (the owner posting into a player's turn),
@@ -86,12 +90,12 @@ def invocation_dispatch(
         tool = registry.write_tool(tool_name)
     except InvalidInput as unknown:
         return _record_failed(row_fields, unknown.detail)
-    row_fields["tool_tier"] = str(tool.tier)
+    row_fields["tool_tier"] = tool.tier
     problem = tool.validate(input)
     if problem:
         return _record_failed(row_fields, f"Invalid input: {problem}")
     try:
-        with transaction.atomic():
+        with transaction.atomic(durable=True):
             locked = campaign_lock(campaign.pk)
             _refuse_if_undone(turn)
             row = _insert_log_row(row_fields, status=ToolInvocation.Status.PENDING)
@@ -131,7 +135,7 @@ def _refuse_if_undone(turn: Turn | None) -> None:
 
 
 def _record_failed(fields: dict[str, Any], error: str) -> ToolInvocation:
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         campaign_lock(fields["campaign_id"])
         _refuse_if_undone(fields["turn"])
         return _insert_log_row(fields, status=ToolInvocation.Status.FAILED, error=error)
@@ -211,7 +215,7 @@ def _commit(
         event(
             "state_changed",
             entities.describe(k, fields),
-            source="ai_tool_execution",
+            source=EventSource.AI_TOOL_EXECUTION,
             turn=row.turn_id,
             invocation=row.pk,
         )

@@ -14,7 +14,7 @@ from audit.models import ToolInvocation, WriteSetEntry
 from audit.permissions import authorize_revert, recording_denials
 from campaigns.errors import Conflict, InvalidInput, NotFound
 from campaigns.models import Campaign, ChatMessage, Turn
-from campaigns.realtime import broadcast_on_commit, event
+from campaigns.realtime import EventSource, broadcast_on_commit, event
 from campaigns.selectors import campaign_get_visible
 
 COMMITTED = ToolInvocation.Status.COMMITTED
@@ -67,8 +67,9 @@ def invocation_revert(
 ) -> RevertResult:
     """Revert one invocation. Idempotent: concurrent calls serialise on the campaign lock and
     the row lock, and all but the first report `already_reverted`. A later invocation that
-    depends on what this one wrote is a Conflict, or with `cascade` is reverted first."""
-    with recording_denials(user=user, ip=ip), transaction.atomic():
+    depends on what this one wrote is a Conflict, or with `cascade` is reverted first. Durable:
+    nested in a caller's transaction it raises RuntimeError."""
+    with recording_denials(user=user, ip=ip), transaction.atomic(durable=True):
         campaign, row = _lock_invocation(campaign_id, invocation_id, user)
         authorize_revert(user=user, campaign=campaign, actor_id=row.user_id, target=str(row.pk))
         reason_skipped = skip_reason(row)
@@ -88,7 +89,7 @@ def invocation_revert(
                         "state": state,
                         "reason": reason,
                     },
-                    source="system",
+                    source=EventSource.SYSTEM,
                     turn=r.turn_id,
                     invocation=r.pk,
                 )
@@ -108,8 +109,9 @@ def turn_undo(
     ip: str | None = None,
 ) -> UndoResult:
     """Undo a whole turn atomically: its committed invocations newest first, its messages
-    marked reverted. Rows that cannot be reverted are reported with their skip reason."""
-    with recording_denials(user=user, ip=ip), transaction.atomic():
+    marked reverted. Rows that cannot be reverted are reported with their skip reason. Durable:
+    nested in a caller's transaction it raises RuntimeError."""
+    with recording_denials(user=user, ip=ip), transaction.atomic(durable=True):
         campaign, turn = _lock_turn(campaign_id, turn_id, user)
         authorize_revert(
             user=user, campaign=campaign, actor_id=turn.actor_id, target=f"turn:{turn.pk}"
@@ -142,7 +144,7 @@ def turn_undo(
                         "state": state,
                         "reason": reason,
                     },
-                    source="system",
+                    source=EventSource.SYSTEM,
                     turn=turn.pk,
                 )
             ],

@@ -6,7 +6,6 @@ pages, or the context of the next GM turn."""
 from typing import Any
 
 import pytest
-from django.db import transaction
 from django.test import Client
 from django.urls import reverse
 from hypothesis import HealthCheck, given, settings
@@ -22,7 +21,7 @@ from audit.services import invocation_dispatch, invocation_revert, revert_plan
 from campaigns.errors import AppError
 from campaigns.models import Creature, Turn
 from tests.audit.test_properties import dump
-from tests.conftest import World
+from tests.conftest import World, rolled_back
 
 TOOLS = sorted(tool.name for tool in registry.write_tools())
 STATUSES = [choice for choice, _ in ToolInvocation.Status.choices]
@@ -154,7 +153,7 @@ def test_an_integer_field_given_a_float_leaves_every_reader_working(world, staff
 @BOUNDED
 @given(data=st.data())
 def test_any_json_fed_to_any_tool_leaves_every_reader_working(world, staff, data):
-    with transaction.atomic():  # each example starts from the same world
+    with rolled_back():  # each example starts from the same world
         turn = world.turn(actor=world.owner, message="Anything goes.")
         for _ in range(data.draw(st.integers(1, 4), label="calls")):
             name = data.draw(st.sampled_from(TOOLS), label="tool")
@@ -167,7 +166,6 @@ def test_any_json_fed_to_any_tool_leaves_every_reader_working(world, staff, data
             )
             assert row.status in ("committed", "failed")
         render_every_reader(world, world.owner, staff)
-        transaction.set_rollback(True)
 
 
 def logged_keys(data: st.DataObject, world: World) -> list[str]:
@@ -183,7 +181,7 @@ def logged_keys(data: st.DataObject, world: World) -> list[str]:
 def test_rows_holding_any_json_leave_every_reader_working(world, staff, data):
     """Rows written straight into the table, as an older version, a future tool or an edit
     might have left them."""
-    with transaction.atomic():  # each example starts from the same world
+    with rolled_back():  # each example starts from the same world
         turn = world.turn(actor=world.owner, message="Something odd was logged.")
         for sequence in range(1, data.draw(st.integers(1, 3), label="rows") + 1):
             ToolInvocation.objects.create(
@@ -204,7 +202,6 @@ def test_rows_holding_any_json_leave_every_reader_working(world, staff, data):
         render_every_reader(world, world.owner, staff)
         for row in ToolInvocation.objects.filter(campaign=world.campaign, status="committed"):
             revert_or_refuse(world, row)
-        transaction.set_rollback(True)
 
 
 def revert_or_refuse(world: World, row: ToolInvocation) -> None:
@@ -212,8 +209,7 @@ def revert_or_refuse(world: World, row: ToolInvocation) -> None:
     through the API), all or nothing."""
     before = dump(world.campaign)
     try:
-        with transaction.atomic():
-            invocation_revert(campaign_id=world.campaign.pk, invocation_id=row.pk, user=world.owner)
+        invocation_revert(campaign_id=world.campaign.pk, invocation_id=row.pk, user=world.owner)
     except AppError:
         assert dump(world.campaign) == before
         row.refresh_from_db()

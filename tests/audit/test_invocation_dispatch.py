@@ -1,6 +1,7 @@
 """The audited dispatch: one row per call, written with the mutation, broadcast after commit."""
 
 import pytest
+from django.db import transaction
 
 from audit.models import ToolInvocation, WriteSetEntry
 from audit.services import invocation_dispatch, turn_undo
@@ -133,5 +134,22 @@ def test_no_call_joins_an_undone_turn(world):
                 tool_name="modify_creature",
                 input=data,
             )
+    assert not ToolInvocation.objects.exists()
+    assert Creature.objects.get(pk=world.goblin.pk).hp == 7
+
+
+@pytest.mark.parametrize(
+    ("tool_name", "input"),
+    [
+        ("modify_creature", lambda w: {"creature_id": w.goblin.pk, "hp_delta": -3}),  # runs
+        ("modify_creature", lambda w: {"hp_delta": "lots"}),  # invalid: would be a failed row
+        ("summon_dragon", lambda w: {}),  # unknown: would be a failed row
+    ],
+)
+def test_dispatch_refuses_to_run_inside_another_transaction(world, tool_name, input):
+    with pytest.raises(RuntimeError, match="durable"), transaction.atomic():
+        invocation_dispatch(
+            campaign=world.campaign, actor=world.owner, tool_name=tool_name, input=input(world)
+        )
     assert not ToolInvocation.objects.exists()
     assert Creature.objects.get(pk=world.goblin.pk).hp == 7

@@ -3,6 +3,7 @@
 import json
 
 import pytest
+from django.db import transaction
 
 from audit.models import ToolInvocation
 from audit.services import invocation_dispatch, invocation_revert, revert_plan, turn_undo
@@ -229,3 +230,16 @@ def test_plan_lists_conflicts_and_with_cascade_includes_them(world):
     )
     assert [i["id"] for i in cascade["invocations"]] == [str(second.pk), str(first.pk)]
     assert cascade["conflicts"] == []
+
+
+def test_revert_and_undo_refuse_to_run_inside_another_transaction(world):
+    turn = world.turn()
+    row = call(world, "move_token", {"creature_id": world.hero.pk, "x": 7, "y": 7}, turn=turn)
+    with pytest.raises(RuntimeError, match="durable"), transaction.atomic():
+        revert(world, row)
+    with pytest.raises(RuntimeError, match="durable"), transaction.atomic():
+        turn_undo(campaign_id=world.campaign.pk, turn_id=turn.pk, user=world.owner)
+    row.refresh_from_db()
+    turn.refresh_from_db()
+    assert (row.status, turn.reverted_at) == ("committed", None)
+    assert (Creature.objects.get(pk=world.hero.pk).x, row.transitions.count()) == (7, 0)

@@ -5,7 +5,6 @@ corrupt what a full rewind gets back to."""
 import json
 from typing import Any
 
-from django.db import transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -15,7 +14,7 @@ from audit.services import invocation_dispatch, invocation_revert
 from campaigns.errors import Conflict
 from campaigns.models import Chapter, Creature, Dungeon
 from campaigns.selectors import campaign_state
-from tests.conftest import World, build_world
+from tests.conftest import World, build_world, rolled_back
 
 
 def dump(campaign) -> str:
@@ -169,20 +168,19 @@ def rewind(world: World) -> None:
 @PROPERTY_SETTINGS
 @given(data=st.data())
 def test_reverting_newest_first_restores_the_world_byte_for_byte(db, data):
-    with transaction.atomic():
+    with rolled_back():
         world = build_world()
         start = dump(world.campaign)
         rows = play(data, world)
         assert {r.status for r in rows} <= {"committed", "failed"}
         rewind(world)  # the log's default ordering is newest first
         assert dump(world.campaign) == start
-        transaction.set_rollback(True)
 
 
 @PROPERTY_SETTINGS
 @given(data=st.data())
 def test_random_single_reverts_succeed_or_name_later_conflicts(db, data):
-    with transaction.atomic():
+    with rolled_back():
         world = build_world()
         start = dump(world.campaign)
         play(data, world)
@@ -204,4 +202,3 @@ def test_random_single_reverts_succeed_or_name_later_conflicts(db, data):
             committed.remove(target)
         rewind(world)
         assert dump(world.campaign) == start
-        transaction.set_rollback(True)

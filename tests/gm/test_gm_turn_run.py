@@ -1,7 +1,7 @@
 """The turn runner: a turn always ends, failures say why, and an undone turn stays undone."""
 
 import pytest
-from django.db import OperationalError
+from django.db import OperationalError, transaction
 
 from ai_tools.gm.base import GMError, GMProvider, Session
 from ai_tools.gm.services import gm_turn_run
@@ -182,3 +182,13 @@ def test_an_unknown_tool_is_an_error_for_the_model_not_a_crash(world, play):
     assert seen[0].content == {"error": "Unknown tool 'fireball'.", "status": "failed"}
     row = ToolInvocation.objects.get(turn=turn)  # logged like any refused call (SPEC §5)
     assert (row.tool_name, row.tool_tier, row.status) == ("fireball", "", "failed")
+
+
+def test_the_gm_refuses_to_run_inside_another_transaction(world):
+    turn = world.turn(message="I open the door.")
+    ran = []
+    with pytest.raises(RuntimeError, match="durable"), transaction.atomic():
+        gm_turn_run(turn=turn, provider=Provider(ran.append))
+    turn.refresh_from_db()
+    assert (ran, turn.status) == ([], Turn.Status.OPEN)
+    assert messages(turn) == [("player", "I open the door.", False)]
