@@ -3,7 +3,7 @@
 from typing import Any
 
 from ai_tools import entities
-from ai_tools.base import Tier, ToolContext, ToolError, WriteTool
+from ai_tools.base import Ref, Tier, ToolContext, ToolError, WriteTool
 from ai_tools.registry import register
 from ai_tools.tools.schema import ID, NAME, obj
 from campaigns.models import Creature, Resource, ResourceEvent
@@ -27,6 +27,7 @@ class ConsumeResource(WriteTool):
         },
         ("creature_id", "resource", "amount"),
     )
+    examples = ({"creature_id": Ref("hero"), "resource": "spell_slot", "amount": 1},)
 
     def _resource(self, ctx: ToolContext, data: dict[str, Any]) -> Resource:
         creature = ctx.creature(data["creature_id"])
@@ -81,6 +82,7 @@ class Rest(WriteTool):
         },
         ("kind",),
     )
+    examples = ({"kind": "long"}, {"kind": "long", "creature_ids": [Ref("hero")]})
 
     def _creatures(self, ctx: ToolContext, data: dict[str, Any]) -> list[Creature]:
         if "creature_ids" in data:
