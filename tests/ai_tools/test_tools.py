@@ -81,7 +81,9 @@ def assert_apply_keeps_its_write_set(world, monkeypatch, tool_name: str, index: 
     row = invocation_dispatch(
         campaign=world.campaign, actor=world.owner, tool_name=tool_name, input=data
     )
-    assert_write_set_kept(row, changes.pop())
+    assert row.status == ToolInvocation.Status.COMMITTED, row.error
+    assert len(changes) == 1 and changes[0], "apply should have run once and changed the world"
+    assert_write_set_kept(row, changes)
 
 
 @pytest.mark.parametrize("tool_name,index", example_cases())
