@@ -150,11 +150,13 @@ class WriteTool(Tool):
     example_setup: ClassVar[tuple[str, ...]] = ()
 
     def authorize(self, ctx: ToolContext, data: dict[str, Any]) -> None:
-        """Least privilege, checked before anything is resolved for writing: raise ToolError
-        when the actor may not make this call. Most tools let any member act."""
+        """Least privilege, the dispatch's first step for every call (before `write_set`,
+        `snapshot` and `apply`, which may then assume it): raise ToolError when the actor may
+        not make this call. Most tools let any member act."""
 
     def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
-        """Keys of the existing entities `apply` will write; resolving them validates ids."""
+        """Keys of the existing entities `apply` will write (the tests hold `apply` to them plus
+        what it reports creating); resolving them validates ids."""
         return []
 
     def read_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:

@@ -221,9 +221,11 @@ class GiveItem(WriteTool):
         {"creature_id": Ref("goblin"), "item": "gem", "quantity": 1},
     )
 
+    def authorize(self, ctx: ToolContext, data: dict[str, Any]) -> None:
+        ctx.require_manage(ctx.creature(data["creature_id"]), "inventory")
+
     def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
         creature = ctx.creature(data["creature_id"])
-        ctx.require_manage(creature, "inventory")
         item = InventoryItem.objects.filter(creature=creature, name=data["item"]).first()
         return [entities.key("item", item.pk)] if item else []
 
