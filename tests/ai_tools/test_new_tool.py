@@ -89,7 +89,7 @@ def test_the_round_trip_bad_input_and_write_set_tests_run_it(lantern, world, mon
     assert_apply_keeps_its_write_set(world, monkeypatch, "light_lantern", 0)
 
 
-def test_the_property_test_plays_it(lantern, db, monkeypatch):
+def test_the_property_test_plays_it(lantern, db):
     played = set()
 
     @settings(
@@ -100,7 +100,7 @@ def test_the_property_test_plays_it(lantern, db, monkeypatch):
     )
     @given(data=st.data())
     def replay(data):
-        rows = play_and_rewind(data, ["light_lantern", "set_scene"], monkeypatch)
+        rows = play_and_rewind(data, ["light_lantern", "set_scene"])
         played.update(row.tool_name for row in rows if row.status == "committed")
 
     replay()
