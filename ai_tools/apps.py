@@ -7,4 +7,6 @@ class AiToolsConfig(AppConfig):
 
     def ready(self) -> None:
         import ai_tools.checks  # noqa: F401
-        import ai_tools.tools  # noqa: F401  (registers the built-in tools)
+        from ai_tools.registry import discover
+
+        discover()

@@ -1,5 +1,6 @@
-"""What a tool is. One class per tool declares its name, tier, schema and description, and the
-methods the audited dispatch calls: `write_set`, `snapshot`, `apply`, `revert`.
+"""What a tool is. One class per tool declares its name, tier, schema, description and example
+inputs, and the methods the audited dispatch calls: `authorize`, `write_set`, `snapshot`,
+`apply`, `revert`.
 
 The default snapshot/revert capture and restore the entities named by `write_set` (plus what
 `apply` reports it created). A tool overrides them only when its pre-state is not a set of rows.
@@ -7,6 +8,7 @@ The default snapshot/revert capture and restore the entities named by `write_set
 
 import logging
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -52,6 +54,31 @@ class Tier(models.TextChoices):
     HIGH = "high"
     MEDIUM = "medium"
     LOW = "low"
+
+
+@dataclass(frozen=True)
+class Ref:
+    """An id in the example world (tests/conftest.py `World`): `Ref("goblin")` is the goblin's
+    primary key, `Ref("chapters", 1)` the second chapter's. Examples name objects, not ids,
+    because ids differ from database to database."""
+
+    name: str
+    index: int | None = None
+
+
+def resolve_refs(value: Any, pk_of: Callable[[Ref], Any]) -> Any:
+    """An example with every `Ref` replaced by `pk_of(ref)` (as a string where it is an object
+    key, as JSON keys are)."""
+    if isinstance(value, Ref):
+        return pk_of(value)
+    if isinstance(value, dict):
+        return {
+            (str(pk_of(k)) if isinstance(k, Ref) else k): resolve_refs(v, pk_of)
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [resolve_refs(item, pk_of) for item in value]
+    return value
 
 
 class ToolError(Exception):
@@ -118,9 +145,21 @@ class WriteTool(Tool):
     """A tool that changes the world: audited, tiered by blast radius, and undoable."""
 
     tier: ClassVar[Tier | None] = None
+    # Valid inputs against the example world, one per way the tool is used. The system check
+    # refuses a write tool without any, and the tests run every one (round trip, bad input,
+    # write-set contract, the property test), so a new tool is tested by declaring them.
+    examples: ClassVar[tuple[dict[str, Any], ...]] = ()
+    # Tools whose first example sets the stage for this tool's (combat before its next turn).
+    example_setup: ClassVar[tuple[str, ...]] = ()
+
+    def authorize(self, ctx: ToolContext, data: dict[str, Any]) -> None:
+        """Least privilege, the dispatch's first step for every call (before `write_set`,
+        `snapshot` and `apply`, which may then assume it): raise ToolError when the actor may
+        not make this call. Most tools let any member act."""
 
     def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
-        """Keys of the existing entities `apply` will write; resolving them validates ids."""
+        """Keys of the existing entities `apply` will write (the tests hold `apply` to them plus
+        what it reports creating); resolving them validates ids."""
         return []
 
     def read_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:

@@ -1,4 +1,4 @@
-"""A write tool that could not be audited or undone must not start."""
+"""A write tool that could not be audited, undone or tested must not start."""
 
 from typing import Any
 
@@ -6,7 +6,7 @@ from django.core.checks import Error, register
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from ai_tools.base import Tier, WriteTool
+from ai_tools.base import Ref, Tier, WriteTool, resolve_refs
 from ai_tools.registry import write_tools
 
 
@@ -27,7 +27,26 @@ def tool_errors(tool: WriteTool) -> list[str]:
         problems.append("has no revert")
     if type(tool).apply is WriteTool.apply:
         problems.append("has no apply")
-    return problems
+    return problems + _example_errors(tool)
+
+
+def _example_errors(tool: WriteTool) -> list[str]:
+    """Examples are what the tests run the tool with, so a tool without one is untested. Each
+    must fit the schema (with a distinct made-up id for each `Ref`: no world is at hand here)."""
+    if not tool.examples:
+        return ["has no examples"]
+    if not isinstance(tool.schema, dict):
+        return []
+    ids: dict[Ref, int] = {}
+    return [
+        f"has an example its schema refuses ({problem})"
+        for example in tool.examples
+        if (
+            problem := tool.validate(
+                resolve_refs(example, lambda r: ids.setdefault(r, len(ids) + 1))
+            )
+        )
+    ]
 
 
 @register()

@@ -1,5 +1,9 @@
-"""The registry of tools. Declaring a tool class with `@register` is all it takes to add one."""
+"""The registry of tools. A module in `ai_tools/tools/` declaring a class with `@register` is all
+it takes to add one: `discover` imports every module of that package at startup, the way the
+admin imports every app's `admin.py`."""
 
+import pkgutil
+from importlib import import_module
 from typing import Any, TypeVar
 
 from ai_tools.base import ReadTool, WriteTool
@@ -9,6 +13,12 @@ T = TypeVar("T", WriteTool, ReadTool)
 
 _write_tools: dict[str, WriteTool] = {}
 _read_tools: dict[str, ReadTool] = {}
+
+
+def discover(package: str = "ai_tools.tools") -> None:
+    """Import every module of the tools package; importing a module registers its tools."""
+    for module in pkgutil.iter_modules(import_module(package).__path__):
+        import_module(f"{package}.{module.name}")
 
 
 def register(cls: type[T]) -> type[T]:

@@ -3,7 +3,7 @@
 from typing import Any
 
 from ai_tools import entities
-from ai_tools.base import Tier, ToolContext, ToolError, WriteTool
+from ai_tools.base import Ref, Tier, ToolContext, ToolError, WriteTool
 from ai_tools.registry import register
 from ai_tools.tools.schema import ID, obj
 from campaigns.models import Creature, Encounter
@@ -50,6 +50,10 @@ class StartCombat(WriteTool):
         },
         ("creature_ids",),
     )
+    examples = (
+        {"creature_ids": [Ref("hero"), Ref("goblin")], "initiative": {Ref("goblin"): 15}},
+        {"creature_ids": [Ref("orc")]},
+    )
 
     def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
         return [combat_slot(ctx)]
@@ -92,6 +96,8 @@ class EndCombat(WriteTool):
     tier = Tier.HIGH
     description = "End the active combat."
     schema = obj({})
+    examples = ({},)
+    example_setup = ("start_combat",)
 
     def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
         return [combat_slot(ctx), entities.key("encounter", active_encounter(ctx).pk)]
@@ -116,6 +122,8 @@ class AdvanceTurn(WriteTool):
     tier = Tier.MEDIUM
     description = "Advance combat to the next creature in initiative order."
     schema = obj({})
+    examples = ({},)
+    example_setup = ("start_combat",)
 
     def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
         return [entities.key("encounter", active_encounter(ctx).pk)]

@@ -3,7 +3,7 @@
 from typing import Any, ClassVar
 
 from ai_tools import entities
-from ai_tools.base import Tier, ToolContext, ToolError, WriteTool
+from ai_tools.base import Ref, Tier, ToolContext, ToolError, WriteTool
 from ai_tools.registry import register
 from ai_tools.tools.schema import CONDITIONS, COORD, DELTA, HP, ID, NAME, obj
 from campaigns.models import Creature, InventoryItem
@@ -32,6 +32,18 @@ class ModifyCreature(WriteTool):
             "death_save": {"enum": ["success", "failure", "reset"]},
         },
         ("creature_id",),
+    )
+    examples = (
+        {
+            "creature_id": Ref("goblin"),
+            "hp_delta": -5,
+            "add_conditions": ["prone"],
+            "death_save": "failure",
+        },
+        {"creature_id": Ref("hero"), "hp_delta": 3},
+        {"creature_id": Ref("orc"), "set_hp": 1, "temp_hp": 4},
+        {"creature_id": Ref("ally"), "add_conditions": ["poisoned"], "remove_conditions": ["dead"]},
+        {"creature_id": Ref("hero"), "death_save": "success"},
     )
     # At least one of these must be given. Said here and in `validate`, not as a top-level
     # `anyOf` in the schema: the Messages API refuses top-level oneOf/allOf/anyOf.
@@ -132,6 +144,10 @@ class SpawnCreature(WriteTool):
         },
         ("name", "kind", "hp"),
     )
+    examples = (
+        {"name": "Skeleton", "kind": "monster", "hp": 13, "x": 3, "y": 4},
+        {"name": "Innkeeper", "kind": "npc", "hp": 4, "max_hp": 6},
+    )
 
     def apply(self, ctx: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
         max_hp = data.get("max_hp", max(1, data["hp"]))
@@ -161,6 +177,7 @@ class MoveToken(WriteTool):
     tier = Tier.LOW
     description = "Move a creature's token to map cell (x, y)."
     schema = obj({"creature_id": ID, "x": COORD, "y": COORD}, ("creature_id", "x", "y"))
+    examples = ({"creature_id": Ref("hero"), "x": 3, "y": 4},)
 
     def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
         return [entities.key("creature", ctx.creature(data["creature_id"]).pk, "position")]
@@ -199,10 +216,16 @@ class GiveItem(WriteTool):
         },
         ("creature_id", "item", "quantity"),
     )
+    examples = (
+        {"creature_id": Ref("hero"), "item": "rope", "quantity": 2},
+        {"creature_id": Ref("goblin"), "item": "gem", "quantity": 1},
+    )
+
+    def authorize(self, ctx: ToolContext, data: dict[str, Any]) -> None:
+        ctx.require_manage(ctx.creature(data["creature_id"]), "inventory")
 
     def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
         creature = ctx.creature(data["creature_id"])
-        ctx.require_manage(creature, "inventory")
         item = InventoryItem.objects.filter(creature=creature, name=data["item"]).first()
         return [entities.key("item", item.pk)] if item else []
 

@@ -3,7 +3,7 @@
 from typing import Any
 
 from ai_tools import entities
-from ai_tools.base import Tier, ToolContext, ToolError, WriteTool
+from ai_tools.base import Ref, Tier, ToolContext, ToolError, WriteTool
 from ai_tools.registry import register
 from ai_tools.tools.schema import ID, NAME, obj
 from campaigns.models import Creature, Resource, ResourceEvent
@@ -27,10 +27,13 @@ class ConsumeResource(WriteTool):
         },
         ("creature_id", "resource", "amount"),
     )
+    examples = ({"creature_id": Ref("hero"), "resource": "spell_slot", "amount": 1},)
+
+    def authorize(self, ctx: ToolContext, data: dict[str, Any]) -> None:
+        ctx.require_manage(ctx.creature(data["creature_id"]), "resources")
 
     def _resource(self, ctx: ToolContext, data: dict[str, Any]) -> Resource:
         creature = ctx.creature(data["creature_id"])
-        ctx.require_manage(creature, "resources")
         resource = Resource.objects.filter(creature=creature, name=data["resource"]).first()
         if resource is None:
             raise ToolError(f"{creature.name} has no resource named {data['resource']!r}.")
@@ -81,13 +84,16 @@ class Rest(WriteTool):
         },
         ("kind",),
     )
+    examples = ({"kind": "long"}, {"kind": "long", "creature_ids": [Ref("hero")]})
+
+    def authorize(self, ctx: ToolContext, data: dict[str, Any]) -> None:
+        for creature_id in data.get("creature_ids", []):
+            ctx.require_manage(ctx.creature(creature_id), "resources")
 
     def _creatures(self, ctx: ToolContext, data: dict[str, Any]) -> list[Creature]:
+        """The named creatures, or else every PC the actor may manage (least privilege)."""
         if "creature_ids" in data:
-            creatures = [ctx.creature(cid) for cid in data["creature_ids"]]
-            for creature in creatures:
-                ctx.require_manage(creature, "resources")
-            return creatures
+            return [ctx.creature(cid) for cid in data["creature_ids"]]
         pcs = Creature.objects.filter(campaign_id=ctx.campaign.pk, kind=Creature.Kind.PC)
         return [c for c in pcs.order_by("pk") if ctx.may_manage(c)]
 

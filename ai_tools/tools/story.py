@@ -5,7 +5,7 @@ from typing import Any
 from django.utils import timezone
 
 from ai_tools import entities
-from ai_tools.base import Tier, ToolContext, ToolError, WriteTool
+from ai_tools.base import Ref, Tier, ToolContext, ToolError, WriteTool
 from ai_tools.registry import register
 from ai_tools.tools.schema import COORD, ID, NAME, TEXT, obj
 from campaigns.models import (
@@ -45,6 +45,10 @@ class EndAdventure(WriteTool):
                 "uniqueItems": True,
             },
         },
+    )
+    examples = (
+        {"summary": "The keep is cleansed.", "achievements": ["keep_cleansed", "survivor"]},
+        {},
     )
 
     @staticmethod
@@ -95,6 +99,7 @@ class AdvanceChapter(WriteTool):
     tier = Tier.HIGH
     description = "Move the story to chapter `to_chapter` (an id), or to the next chapter."
     schema = obj({"to_chapter": ID})
+    examples = ({}, {"to_chapter": Ref("chapters", 2)})
 
     def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
         return [slot(ctx, "chapter")]
@@ -133,6 +138,7 @@ class ActivateDungeon(WriteTool):
     tier = Tier.HIGH
     description = "Make dungeon `dungeon_id` the active dungeon."
     schema = obj({"dungeon_id": ID}, ("dungeon_id",))
+    examples = ({"dungeon_id": Ref("dungeon")},)
 
     def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
         return [slot(ctx, "dungeon")]
@@ -157,6 +163,10 @@ class SetScene(WriteTool):
     tier = Tier.LOW
     description = "Set the scene description shown to the players, and optionally the location."
     schema = obj({"description": TEXT, "location": {**NAME, "maxLength": 200}}, ("description",))
+    examples = (
+        {"description": "Water drips in the dark.", "location": "Crypt"},
+        {"description": "Dawn breaks."},
+    )
 
     def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
         return [slot(ctx, "scene")]
@@ -180,6 +190,7 @@ class WriteMemory(WriteTool):
     tier = Tier.MEDIUM
     description = "Remember a note for later turns. A note with an existing key replaces it."
     schema = obj({"content": TEXT, "key": NAME}, ("content",))
+    examples = ({"content": "The mayor lies.", "key": "mayor"}, {"content": "A door creaks."})
 
     @staticmethod
     def _existing(ctx: ToolContext, data: dict[str, Any]) -> GMMemory | None:
@@ -230,6 +241,7 @@ class RevealFog(WriteTool):
         },
         ("cells",),
     )
+    examples = ({"cells": [[1, 1], [1, 2], [1, 1]]},)
 
     def apply(self, ctx: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
         wanted = list(dict.fromkeys((x, y) for x, y in data["cells"]))

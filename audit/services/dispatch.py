@@ -143,6 +143,7 @@ def _record_failed(fields: dict[str, Any], error: str) -> ToolInvocation:
 
 def _run(tool: WriteTool, ctx: ToolContext, row: ToolInvocation) -> None:
     data = row.input
+    _guarded(tool, tool.authorize, ctx, data)
     keys = _guarded(tool, tool.write_set, ctx, data)
     reads = _guarded(tool, tool.read_set, ctx, data)
     snapshot, snapshot_error = _take_snapshot(tool, ctx, data, keys)

@@ -5,13 +5,14 @@ from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 
 from ai_tools import registry
-from ai_tools.base import Tier, WriteTool
+from ai_tools.base import Ref, Tier, WriteTool
 from ai_tools.checks import check_write_tools
+from ai_tools.tools.schema import ID, obj
 
 
 class Incomplete(WriteTool):
     name = "incomplete_tool"
-    description = "Declared without a tier, a valid schema or a revert."
+    description = "Declared without a tier, a valid schema, a revert or examples."
     schema = {"type": "no-such-type"}
     revert = None
 
@@ -23,17 +24,36 @@ def test_registered_tools_pass_the_check():
     assert check_write_tools() == []
 
 
-def test_tool_without_tier_schema_or_revert_fails_the_check(monkeypatch):
+def test_tool_without_tier_schema_revert_or_examples_fails_the_check(monkeypatch):
     monkeypatch.setitem(registry._write_tools, Incomplete.name, Incomplete())
     messages = sorted(error.msg for error in check_write_tools())
     assert messages == [
         "Write tool 'incomplete_tool' has an invalid input schema "
         "('no-such-type' is not valid under any of the given schemas).",
+        "Write tool 'incomplete_tool' has no examples.",
         "Write tool 'incomplete_tool' has no revert.",
         "Write tool 'incomplete_tool' has no tier.",
     ]
     with pytest.raises(SystemCheckError):
         call_command("check")
+
+
+def test_an_example_the_schema_refuses_fails_the_check(monkeypatch):
+    class Misdeclared(WriteTool):
+        name = "misdeclared_tool"
+        tier = Tier.LOW
+        description = "Its example names a field the schema does not have."
+        schema = obj({"creature_id": ID}, ("creature_id",))
+        examples = ({"creature_id": Ref("hero")}, {"creature_id": Ref("hero"), "colour": "red"})
+
+        def apply(self, ctx, data):
+            return {}
+
+    monkeypatch.setitem(registry._write_tools, Misdeclared.name, Misdeclared())
+    assert [error.msg for error in check_write_tools()] == [
+        "Write tool 'misdeclared_tool' has an example its schema refuses "
+        "(input: Additional properties are not allowed ('colour' was unexpected))."
+    ]
 
 
 def test_registering_a_second_tool_with_the_same_name_is_refused():

@@ -9,7 +9,8 @@ from audit.models import ToolInvocation
 from audit.services import invocation_dispatch, invocation_revert
 from campaigns.models import Creature
 from campaigns.selectors import campaign_state
-from tests.ai_tools.examples import EXAMPLES
+from tests.ai_tools.contract import assert_write_set_kept, record_apply_changes
+from tests.ai_tools.examples import example_cases, example_input
 
 SPEC_TOOLS = {
     "modify_creature",
@@ -47,13 +48,9 @@ def test_the_fifteen_tools_of_the_spec_are_registered_with_their_tiers():
     assert {tool.name for tool in registry.read_tools()} == {"get_state", "roll_dice"}
 
 
-def test_every_write_tool_has_an_example():
-    assert set(EXAMPLES) == set(TOOL_NAMES)
-
-
-@pytest.mark.parametrize("tool_name", TOOL_NAMES)
-def test_apply_then_revert_restores_state_exactly(world, tool_name):
-    data = EXAMPLES[tool_name](world)
+def assert_round_trip(world, tool_name: str, index: int) -> None:
+    """The example commits, changes the world, and its revert restores it byte for byte."""
+    data = example_input(world, registry.write_tool(tool_name), index)
     before = dump(world.campaign)
     row = invocation_dispatch(
         campaign=world.campaign,
@@ -71,6 +68,27 @@ def test_apply_then_revert_restores_state_exactly(world, tool_name):
     )
     assert outcome.reverted
     assert dump(world.campaign) == before
+
+
+@pytest.mark.parametrize("tool_name,index", example_cases())
+def test_apply_then_revert_restores_state_exactly(world, tool_name, index):
+    assert_round_trip(world, tool_name, index)
+
+
+def assert_apply_keeps_its_write_set(world, monkeypatch, tool_name: str, index: int) -> None:
+    data = example_input(world, registry.write_tool(tool_name), index)
+    changes = record_apply_changes(monkeypatch)
+    row = invocation_dispatch(
+        campaign=world.campaign, actor=world.owner, tool_name=tool_name, input=data
+    )
+    assert row.status == ToolInvocation.Status.COMMITTED, row.error
+    assert len(changes) == 1 and changes[0], "apply should have run once and changed the world"
+    assert_write_set_kept(row, changes)
+
+
+@pytest.mark.parametrize("tool_name,index", example_cases())
+def test_apply_writes_nothing_outside_its_write_set(world, monkeypatch, tool_name, index):
+    assert_apply_keeps_its_write_set(world, monkeypatch, tool_name, index)
 
 
 def _bad_inputs(world, tool_name, good):
@@ -93,9 +111,8 @@ def _bad_inputs(world, tool_name, good):
     return cases
 
 
-@pytest.mark.parametrize("tool_name", TOOL_NAMES)
-def test_bad_input_leaves_a_failed_row_and_no_change(world, tool_name):
-    good = EXAMPLES[tool_name](world)
+def assert_bad_inputs_refused(world, tool_name: str) -> None:
+    good = example_input(world, registry.write_tool(tool_name))
     for label, data in _bad_inputs(world, tool_name, good):
         before = dump(world.campaign)
         foreign_before = dump(world.foreign.campaign)
@@ -106,6 +123,11 @@ def test_bad_input_leaves_a_failed_row_and_no_change(world, tool_name):
         assert row.error, label
         assert dump(world.campaign) == before, label
         assert dump(world.foreign.campaign) == foreign_before, label
+
+
+@pytest.mark.parametrize("tool_name", TOOL_NAMES)
+def test_bad_input_leaves_a_failed_row_and_no_change(world, tool_name):
+    assert_bad_inputs_refused(world, tool_name)
 
 
 def test_foreign_creature_error_names_the_id_and_never_writes_elsewhere(world):
