@@ -8,7 +8,6 @@ from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.db.models import QuerySet
 
-from campaigns.errors import NotFound
 from campaigns.models import (
     Achievement,
     Campaign,
@@ -24,6 +23,7 @@ from campaigns.models import (
     Resource,
     ResourceEvent,
 )
+from core.errors import NotFound
 
 
 def _iso(value: Any) -> str | None:

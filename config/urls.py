@@ -4,5 +4,5 @@ from django.urls import include, path
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", include("config.api_urls")),
-    path("", include("campaigns.urls")),
+    path("", include("web.urls")),
 ]

@@ -12,10 +12,10 @@ from ai_tools.base import ToolContext
 from audit.chain import transitions_append
 from audit.models import ToolInvocation, WriteSetEntry
 from audit.permissions import authorize_revert, recording_denials
-from campaigns.errors import Conflict, InvalidInput, NotFound
 from campaigns.models import Campaign, ChatMessage, Turn
 from campaigns.realtime import broadcast_on_commit, event
 from campaigns.selectors import campaign_get_visible
+from core.errors import Conflict, InvalidInput, NotFound
 
 COMMITTED = ToolInvocation.Status.COMMITTED
 # What a snapshot that does not fit raises on restore: a missing or foreign key, a value of the

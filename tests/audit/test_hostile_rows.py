@@ -15,12 +15,12 @@ from rest_framework.test import APIClient
 
 from ai_tools import registry
 from ai_tools.base import StrictValidator
-from ai_tools.gm import claude
-from ai_tools.gm.context import gm_context
 from audit.models import ToolInvocation
 from audit.services import invocation_dispatch, invocation_revert, revert_plan
-from campaigns.errors import AppError
 from campaigns.models import Creature, Turn
+from core.errors import AppError
+from gm import claude
+from gm.context import gm_context
 from tests.audit.test_properties import dump
 from tests.conftest import World
 

@@ -6,9 +6,9 @@ import pytest
 
 from audit.models import ToolInvocation
 from audit.services import invocation_dispatch, invocation_revert, revert_plan, turn_undo
-from campaigns.errors import Conflict
 from campaigns.models import ChatMessage, Creature
 from campaigns.selectors import campaign_state
+from core.errors import Conflict
 
 
 def dump(campaign):
@@ -116,7 +116,7 @@ def test_cascade_refuses_when_a_dependent_belongs_to_someone_the_user_may_not_re
         {"creature_id": world.goblin.pk, "hp_delta": -1},
         actor=world.other,
     )
-    from campaigns.errors import Forbidden
+    from core.errors import Forbidden
 
     with pytest.raises(Forbidden):
         revert(world, mine, user=world.player, cascade=True)

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from ai_tools import registry
 from audit.models import ToolInvocation
 from audit.services import invocation_dispatch, invocation_revert
-from campaigns.errors import Conflict
 from campaigns.models import Chapter, Creature, Dungeon
 from campaigns.selectors import campaign_state
+from core.errors import Conflict
 from tests.conftest import World, build_world
 
 

@@ -5,8 +5,8 @@ from datetime import timedelta
 from django.core.management import call_command
 from django.utils import timezone
 
-from ai_tools.gm.services import gm_stale_turns_fail, gm_turn_run
 from campaigns.models import ChatMessage, Turn
+from gm.services import gm_stale_turns_fail, gm_turn_run
 
 
 def _abandoned(world, *, age_seconds: int) -> Turn:

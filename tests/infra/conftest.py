@@ -7,7 +7,7 @@ from typing import Any
 
 from django.db import connections
 
-from campaigns.faults import RETRY_AFTER_SECONDS
+from core.faults import RETRY_AFTER_SECONDS
 from tests.api.conftest import campaign_url, client_for
 from tests.conftest import World
 
