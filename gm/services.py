@@ -30,7 +30,7 @@ def gm_turn_run(*, turn: Turn, provider: GMProvider | None = None) -> Turn:
     undoable). Call it outside a transaction, or the narration arrives only at commit. Raises
     Conflict if the turn is not open (the GM ran on it already, is running, or it was undone).
     """
-    gm_stale_turns_fail(campaign_id=turn.campaign_id)
+    turn_stale_fail(campaign_id=turn.campaign_id)
     claimed = Turn.objects.filter(
         pk=turn.pk, status=Turn.Status.OPEN, reverted_at__isnull=True
     ).update(status=Turn.Status.RUNNING)
@@ -52,7 +52,7 @@ def gm_turn_run(*, turn: Turn, provider: GMProvider | None = None) -> Turn:
     return turn
 
 
-def gm_stale_turns_fail(*, campaign_id: Any = None) -> list[int]:
+def turn_stale_fail(*, campaign_id: Any = None) -> list[int]:
     """Fail turns left `running` by a process that died mid-turn (the runner itself never
     leaves one): older than `GM_TURN_TIMEOUT`, well past the longest a provider may take. Runs
     before every GM turn of the campaign, and from `manage.py gm_recover_turns` for all."""

@@ -10,13 +10,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import QuerySet
-
 from ai_tools import registry
 from audit.models import ToolInvocation
 from audit.permissions import may_revert
-from campaigns.models import Campaign, ChatMessage, Membership, Turn
-from campaigns.selectors import campaign_event_seq, campaign_state
+from campaigns.models import Campaign, ChatMessage, Turn
+from campaigns.selectors import campaign_event_seq, campaign_member_names, campaign_state
 
 FEED_TURNS = 50
 ROSTERS = (("party", "pc", "Party"), ("foes", "monster", "Foes"), ("others", "npc", "Others"))
@@ -45,19 +43,6 @@ def with_names(text: str, names: dict[int, str]) -> str:
         return ", ".join(names[pk] for pk in ids)
 
     return _CREATURE_REFS.sub(name_all, text)
-
-
-def campaigns_for_member(user: Any) -> QuerySet[Campaign]:
-    return (
-        Campaign.objects.filter(memberships__user_id=user.pk)
-        .select_related("owner")
-        .order_by("status", "-created_at")
-    )
-
-
-def people_of(campaign: Campaign) -> dict[int, str]:
-    rows = Membership.objects.filter(campaign=campaign).values_list("user_id", "user__username")
-    return dict(rows)
 
 
 def board(state: dict[str, Any], people: dict[int, str]) -> dict[str, Any]:
@@ -139,7 +124,9 @@ CALL_LABELS = {
 
 
 @dataclass
-class ToolCallView:
+class ToolCallCard:
+    """One tool call as the turn feed draws it (a card, not a view: no request handling)."""
+
     tool_name: str
     summary: str
     status: str
@@ -159,12 +146,14 @@ class ToolCallView:
 
 
 @dataclass
-class TurnView:
+class TurnCard:
+    """One turn of the feed with its messages and tool-call cards, as the page draws it."""
+
     id: int
     actor: str
     status: str
     messages: list[ChatMessage] = field(default_factory=list)
-    calls: list[ToolCallView] = field(default_factory=list)
+    calls: list[ToolCallCard] = field(default_factory=list)
     undoable: bool = False
     reverted: bool = False
     reverted_by: str = ""
@@ -179,7 +168,7 @@ class TurnView:
         return answered and not self.reverted and not paused
 
 
-def feed(*, campaign: Campaign, user: Any, turn_id: Any = None) -> list[TurnView]:
+def feed(*, campaign: Campaign, user: Any, turn_id: Any = None) -> list[TurnCard]:
     """The last turns with their visible messages and tool calls, oldest first. The most
     recent GM turn is flagged; undone turns stay as a note of who undid them and why."""
     turns = Turn.objects.filter(campaign=campaign).select_related("actor", "reverted_by")
@@ -197,7 +186,7 @@ def feed(*, campaign: Campaign, user: Any, turn_id: Any = None) -> list[TurnView
     calls = _tool_calls(campaign, ids)
     can_revert_any = may_revert(user=user, campaign=campaign, actor_id=None)
     views = [
-        TurnView(
+        TurnCard(
             id=t.pk,
             actor=t.actor.get_username(),
             status=t.status,
@@ -216,9 +205,9 @@ def feed(*, campaign: Campaign, user: Any, turn_id: Any = None) -> list[TurnView
     return views
 
 
-def _tool_calls(campaign: Campaign, turn_ids: list[int]) -> dict[int, list[ToolCallView]]:
+def _tool_calls(campaign: Campaign, turn_ids: list[int]) -> dict[int, list[ToolCallCard]]:
     names = dict(campaign.creatures.values_list("pk", "name"))
-    calls: dict[int, list[ToolCallView]] = defaultdict(list)
+    calls: dict[int, list[ToolCallCard]] = defaultdict(list)
     rows = (
         ToolInvocation.objects.filter(campaign=campaign, turn_id__in=turn_ids)
         .order_by("sequence")
@@ -235,7 +224,7 @@ def _tool_calls(campaign: Campaign, turn_ids: list[int]) -> dict[int, list[ToolC
     for row in rows:
         summary = registry.summary(row["tool_name"], row["input"])
         calls[row["turn_id"]].append(
-            ToolCallView(
+            ToolCallCard(
                 tool_name=row["tool_name"],
                 summary=with_names(summary, names),
                 status=row["status"],
@@ -258,7 +247,7 @@ def table(*, campaign: Campaign, user: Any) -> dict[str, Any]:
     absolute values, so one already reflected here is harmless to apply again)."""
     seq = event_seq(campaign)
     state = campaign_state(campaign)
-    people = people_of(campaign)
+    people = campaign_member_names(campaign=campaign)
     return {
         "campaign": campaign,
         "board": board(state, people),

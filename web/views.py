@@ -15,7 +15,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from campaigns.models import Campaign
-from campaigns.selectors import campaign_get_for_member
+from campaigns.selectors import campaign_get_for_member, campaign_list_for_member
 from campaigns.services import campaign_create
 from core.errors import NotFound
 from web import presenters
@@ -57,7 +57,7 @@ def campaign_list(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         campaign = campaign_create(owner=request.user, name=form.cleaned_data["name"])
         return redirect("campaign_detail", campaign_id=campaign.pk)
-    campaigns = presenters.campaigns_for_member(request.user)
+    campaigns = campaign_list_for_member(user=request.user)
     return render(request, "campaigns/list.html", {"campaigns": campaigns, "form": form})
 
 

@@ -5,7 +5,13 @@ import json
 import pytest
 
 from audit.models import ToolInvocation
-from audit.services import invocation_dispatch, invocation_revert, revert_plan, turn_undo
+from audit.services import (
+    invocation_dispatch,
+    invocation_revert,
+    invocation_revert_plan,
+    turn_undo,
+    turn_undo_plan,
+)
 from campaigns.models import ChatMessage, Creature
 from campaigns.selectors import campaign_state
 from core.errors import Conflict
@@ -210,7 +216,7 @@ def test_plan_shows_before_after_now_and_changes_nothing(world):
         turn=turn,
     )
     before, log_before = dump(world.campaign), list(ToolInvocation.objects.values())
-    plan = revert_plan(campaign_id=world.campaign.pk, turn_id=turn.pk, user=world.player)
+    plan = turn_undo_plan(campaign_id=world.campaign.pk, turn_id=turn.pk, user=world.player)
     assert dump(world.campaign) == before and list(ToolInvocation.objects.values()) == log_before
     assert [i["tool_name"] for i in plan["invocations"]] == ["modify_creature"]
     assert plan["conflicts"] == []
@@ -222,9 +228,11 @@ def test_plan_shows_before_after_now_and_changes_nothing(world):
 def test_plan_lists_conflicts_and_with_cascade_includes_them(world):
     first = call(world, "give_item", {"creature_id": world.hero.pk, "item": "gem", "quantity": 1})
     second = call(world, "give_item", {"creature_id": world.hero.pk, "item": "gem", "quantity": 2})
-    plan = revert_plan(campaign_id=world.campaign.pk, invocation_id=first.pk, user=world.owner)
+    plan = invocation_revert_plan(
+        campaign_id=world.campaign.pk, invocation_id=first.pk, user=world.owner
+    )
     assert plan["conflicts"] == [str(second.pk)]
-    cascade = revert_plan(
+    cascade = invocation_revert_plan(
         campaign_id=world.campaign.pk, invocation_id=first.pk, user=world.owner, cascade=True
     )
     assert [i["id"] for i in cascade["invocations"]] == [str(second.pk), str(first.pk)]

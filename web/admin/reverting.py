@@ -12,7 +12,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from audit.models import ToolInvocation
-from audit.services import invocation_revert, revert_plan, turn_undo
+from audit.services import invocation_revert, invocation_revert_plan, turn_undo, turn_undo_plan
 from campaigns.models import Turn
 from core.api.base import client_ip
 from core.errors import Conflict, Forbidden, NotFound
@@ -140,9 +140,11 @@ def undo_and_report(
 
 
 def plan_for(request: HttpRequest, **target: Any) -> dict[str, Any]:
-    """`revert_plan` for an invocation or a turn, ready for the confirmation page: each
-    invocation and conflict linked, each diff value as JSON. Raises what the service raises."""
-    plan = revert_plan(user=request.user, ip=client_ip(request), **target)
+    """`invocation_revert_plan`, or `turn_undo_plan` given a `turn_id`, ready for the
+    confirmation page: each invocation and conflict linked, each diff value as JSON. Raises
+    what the service raises."""
+    plan_of = turn_undo_plan if "turn_id" in target else invocation_revert_plan
+    plan = plan_of(user=request.user, ip=client_ip(request), **target)
     rows = _rows_by_id([item["id"] for item in plan["invocations"]] + plan["conflicts"])
     return {
         "invocations": [

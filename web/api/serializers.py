@@ -19,8 +19,8 @@ from campaigns.models import (
     Resource,
     Turn,
 )
+from campaigns.selectors import campaign_members
 from core.api.base import StrictSerializer
-from web.api.selectors import campaign_members
 
 User = get_user_model()
 MAX_HP, MAX_COORD = HP["maximum"], COORD["maximum"]

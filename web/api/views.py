@@ -13,16 +13,20 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from audit.permissions import recording_denials
+from audit.selectors import turn_list
 from campaigns import services
 from campaigns.models import Campaign, Creature
-from campaigns.selectors import campaign_get_visible, campaign_state_at_seq
+from campaigns.selectors import (
+    campaign_get_visible,
+    campaign_list_for_member,
+    campaign_state_at_seq,
+)
 from core.api.base import ApiListView, ApiView, ResultsPagination, client_ip
 from core.api.errors import error_responses
 from core.errors import NotFound
 from gm.services import gm_turn_run
 from web.api import serializers as s
 from web.api.permissions import require_may_create_creature, require_member, require_owner
-from web.api.selectors import campaign_list_for_member, turn_get, turn_list
 
 
 def validated(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
@@ -232,6 +236,6 @@ class TurnListView(ApiListView):
         if data["run_gm"]:
             gm_turn_run(turn=turn)
         return Response(
-            s.TurnSerializer(turn_get(campaign=campaign, turn_id=turn.pk)).data,
+            s.TurnSerializer(turn_list(campaign=campaign).get(pk=turn.pk)).data,
             status=status.HTTP_201_CREATED,
         )

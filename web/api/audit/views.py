@@ -15,11 +15,12 @@ from rest_framework.response import Response
 from audit import services
 from audit.models import ToolInvocation
 from audit.permissions import recording_denials
+from audit.selectors import invocation_get, invocation_list
+from campaigns.selectors import turn_get
 from core.api.base import ApiListView, ApiView, ResultsPagination, client_ip
 from core.api.errors import error_responses
 from web.api.audit import serializers as s
 from web.api.audit.permissions import authorize_tool_call
-from web.api.audit.selectors import invocation_get, invocation_list, turn_get
 from web.api.views import validated, visible_campaign
 
 _STATUS_CODES = {
@@ -168,7 +169,10 @@ class RevertPlanView(ApiView):
         visible_campaign(request, campaign_id)
         query = s.PlanQuery(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
-        plan = services.revert_plan(
+        plan_of = (
+            services.turn_undo_plan if "turn_id" in target else services.invocation_revert_plan
+        )
+        plan = plan_of(
             campaign_id=campaign_id,
             user=request.user,
             ip=client_ip(request),
