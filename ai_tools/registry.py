@@ -7,7 +7,7 @@ from importlib import import_module
 from typing import Any, TypeVar
 
 from ai_tools.base import ReadTool, WriteTool
-from campaigns.errors import InvalidInput
+from core.errors import InvalidInput
 
 T = TypeVar("T", WriteTool, ReadTool)
 

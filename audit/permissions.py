@@ -7,8 +7,8 @@ from typing import Any
 from guardian.core import ObjectPermissionChecker
 
 from audit.models import SecurityEvent
-from campaigns.errors import Forbidden
 from campaigns.models import Campaign
+from core.errors import Forbidden
 
 
 def may_revert(*, user: Any, campaign: Campaign, actor_id: int) -> bool:

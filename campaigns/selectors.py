@@ -8,10 +8,10 @@ from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.db.models import QuerySet
 
-from campaigns.errors import NotFound
 from campaigns.models import (
     Achievement,
     Campaign,
+    CampaignUserObjectPermission,
     Chapter,
     Creature,
     Dungeon,
@@ -23,7 +23,9 @@ from campaigns.models import (
     Membership,
     Resource,
     ResourceEvent,
+    Turn,
 )
+from core.errors import NotFound
 
 
 def _iso(value: Any) -> str | None:
@@ -165,6 +167,54 @@ def campaign_get_visible(*, campaign_id: Any, user: Any, lock: bool = False) -> 
     if getattr(user, "is_staff", False) and user.has_perm("audit.revert_toolinvocation"):
         return _campaign_get(pk=campaign_id, lock=lock)
     return campaign_get_for_member(campaign_id=campaign_id, user=user, lock=lock)
+
+
+def campaign_list_for_member(*, user: Any) -> QuerySet[Campaign]:
+    """The campaigns `user` belongs to, open ones first, newest first within a status."""
+    return (
+        Campaign.objects.filter(memberships__user_id=user.pk)
+        .select_related("owner")
+        .order_by("status", "-created_at")
+    )
+
+
+def campaign_members(*, campaign: Campaign) -> list[dict[str, Any]]:
+    """Members with their role and whether they hold `revert_any_turn`: two queries, however
+    many members (the grant is read from guardian's direct-FK table)."""
+    granted = set(
+        CampaignUserObjectPermission.objects.filter(
+            content_object=campaign, permission__codename="revert_any_turn"
+        ).values_list("user_id", flat=True)
+    )
+    memberships = (
+        Membership.objects.filter(campaign=campaign).select_related("user").order_by("joined_at")
+    )
+    return [
+        {
+            "username": m.user.get_username(),
+            "role": m.role,
+            "can_revert_any": m.user_id in granted,
+        }
+        for m in memberships
+    ]
+
+
+def campaign_member_names(*, campaign: Campaign) -> dict[int, str]:
+    """User id → username of every member: how the page names people in text and events."""
+    rows = Membership.objects.filter(campaign=campaign).values_list("user_id", "user__username")
+    return dict(rows)
+
+
+def turn_get(*, campaign: Campaign, turn_id: Any, lock: bool = False) -> Turn:
+    """A turn of this campaign; one of another campaign, or a malformed id, is NotFound. With
+    `lock`, the turn row is locked (undo holds it while it reverts the turn's calls)."""
+    turns = Turn.objects.filter(campaign=campaign)
+    if lock:
+        turns = turns.select_for_update()
+    try:
+        return turns.get(pk=turn_id)
+    except (Turn.DoesNotExist, ValidationError, ValueError, TypeError) as exc:
+        raise NotFound() from exc
 
 
 def is_member(*, campaign: Campaign, user: Any) -> bool:

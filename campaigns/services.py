@@ -6,7 +6,6 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from guardian.shortcuts import assign_perm, remove_perm
 
-from campaigns.errors import Conflict, InvalidInput, NotFound
 from campaigns.models import (
     Campaign,
     Chapter,
@@ -19,6 +18,7 @@ from campaigns.models import (
     Turn,
 )
 from campaigns.realtime import EventSource, broadcast_on_commit, event
+from core.errors import Conflict, InvalidInput, NotFound
 
 REVERT_ANY_TURN = "campaigns.revert_any_turn"
 

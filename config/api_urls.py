@@ -11,7 +11,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 
-from campaigns.errors import NotFound
+from core.errors import NotFound
 
 
 @extend_schema(exclude=True)
@@ -23,8 +23,8 @@ def not_found(request: Request, path: str = ""):
 
 
 urlpatterns = [
-    path("", include("campaigns.api.urls")),
-    path("", include("audit.api.urls")),
+    path("", include("web.api.urls")),
+    path("", include("web.api.audit.urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     re_path(r"^(?P<path>[\s\S]*)$", not_found),

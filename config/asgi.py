@@ -1,7 +1,7 @@
 """The ASGI entry point: Django for HTTP, the campaign feed for websockets.
 
 Websockets sit behind a same-origin check and `AuthMiddlewareStack` (session cookie), with
-`Authorization: Token` header auth for non-browser clients (`campaigns.ws_auth`).
+`Authorization: Token` header auth for non-browser clients (`web.ws_auth`).
 """
 
 import os
@@ -13,8 +13,8 @@ django_asgi_app = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
-from campaigns.routing import websocket_urlpatterns  # noqa: E402
-from campaigns.ws_auth import websocket_stack  # noqa: E402
+from web.routing import websocket_urlpatterns  # noqa: E402
+from web.ws_auth import websocket_stack  # noqa: E402
 
 application = ProtocolTypeRouter(
     {

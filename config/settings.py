@@ -66,6 +66,8 @@ INSTALLED_APPS = [
     "campaigns",
     "ai_tools",
     "audit",
+    "gm",
+    "web",
 ]
 
 MIDDLEWARE = [
@@ -79,7 +81,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Database or channel-layer outages in a view: 503 with Retry-After, never a 500.
-    "campaigns.middleware.ServiceUnavailableMiddleware",
+    "web.middleware.ServiceUnavailableMiddleware",
     # Last, as django-axes requires: turns a locked-out sign-in into the lockout answer.
     "axes.middleware.AxesMiddleware",
 ]
@@ -205,7 +207,7 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_FAILURE_LIMIT = int(os.environ.get("LOGIN_FAILURE_LIMIT", "5"))
 AXES_COOLOFF_TIME = timedelta(seconds=int(os.environ.get("LOGIN_COOLOFF", "900")))
 AXES_RESET_ON_SUCCESS = True
-AXES_LOCKOUT_CALLABLE = "campaigns.accounts.login_locked_out"
+AXES_LOCKOUT_CALLABLE = "web.accounts.login_locked_out"
 # The client address is REMOTE_ADDR only (a client can write X-Forwarded-For). Behind a reverse
 # proxy, run Daphne with --proxy-headers so REMOTE_ADDR is the client's address.
 AXES_IPWARE_META_PRECEDENCE_ORDER = ("REMOTE_ADDR",)
@@ -258,16 +260,16 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "campaigns.accounts.ExpiringTokenAuthentication",
+        "web.accounts.ExpiringTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_THROTTLE_RATES": {"signup": os.environ.get("SIGNUP_RATE", "10/hour")},
     # Throttles key on REMOTE_ADDR, never on a client-written X-Forwarded-For (see AXES above).
     "NUM_PROXIES": 0,
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_SCHEMA_CLASS": "campaigns.api.schema.StrictAutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "core.api.schema.StrictAutoSchema",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
-    "EXCEPTION_HANDLER": "campaigns.api.errors.exception_handler",
+    "EXCEPTION_HANDLER": "core.api.errors.exception_handler",
 }
 
 SPECTACULAR_SETTINGS = {
@@ -284,12 +286,12 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "campaigns.api.schema.document_unsupported_media_type",
+        "core.api.schema.document_unsupported_media_type",
     ],
     "ENUM_NAME_OVERRIDES": {
         "CampaignStatusEnum": "campaigns.models.Campaign.Status",
-        "TurnStatusEnum": "campaigns.api.serializers.TURN_STATUSES",
-        "InvocationStatusEnum": "audit.api.serializers.INVOCATION_STATUSES",
+        "TurnStatusEnum": "web.api.serializers.TURN_STATUSES",
+        "InvocationStatusEnum": "web.api.audit.serializers.INVOCATION_STATUSES",
     },
 }
 

@@ -4,8 +4,8 @@ from django.urls import include, path
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", include("config.api_urls")),
-    path("", include("campaigns.urls")),
+    path("", include("web.urls")),
 ]
 
 # An outage outside every view (a middleware) is a 503 too, not a 500 that reads as our bug.
-handler500 = "campaigns.middleware.server_error"
+handler500 = "web.middleware.server_error"

@@ -5,8 +5,9 @@ from audit.services.revert import (
     RevertResult,
     UndoResult,
     invocation_revert,
-    revert_plan,
+    invocation_revert_plan,
     turn_undo,
+    turn_undo_plan,
 )
 
 __all__ = [
@@ -14,6 +15,7 @@ __all__ = [
     "UndoResult",
     "invocation_dispatch",
     "invocation_revert",
-    "revert_plan",
+    "invocation_revert_plan",
     "turn_undo",
+    "turn_undo_plan",
 ]

@@ -13,10 +13,10 @@ from ai_tools.base import ToolContext, ToolError, WriteTool
 from audit.chain import seal
 from audit.models import InvocationOrigin, ToolInvocation, WriteSetEntry
 from audit.services.common import campaign_lock, chain_position
-from campaigns.errors import AuditLogFailure, Conflict, InvalidInput
-from campaigns.faults import UNAVAILABLE_DETAIL, is_unavailable
 from campaigns.models import Campaign, Turn
 from campaigns.realtime import EventSource, broadcast_on_commit, event
+from core.errors import AuditLogFailure, Conflict, InvalidInput
+from core.faults import UNAVAILABLE_DETAIL, is_unavailable
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -12,10 +12,11 @@ from ai_tools.base import ToolContext
 from audit.chain import transitions_append
 from audit.models import ToolInvocation, WriteSetEntry
 from audit.permissions import authorize_revert, recording_denials
-from campaigns.errors import Conflict, InvalidInput, NotFound
+from audit.selectors import invocation_get
 from campaigns.models import Campaign, ChatMessage, Turn
 from campaigns.realtime import EventSource, broadcast_on_commit, event
-from campaigns.selectors import campaign_get_visible
+from campaigns.selectors import campaign_get_visible, turn_get
+from core.errors import Conflict, InvalidInput
 
 COMMITTED = ToolInvocation.Status.COMMITTED
 # What a snapshot that does not fit raises on restore: a missing or foreign key, a value of the
@@ -152,17 +153,16 @@ def turn_undo(
     return UndoResult(reverted=[str(r.pk) for r in chain], skipped=skipped)
 
 
-def revert_plan(
+def invocation_revert_plan(
     *,
     campaign_id: Any,
     user: Any,
-    invocation_id: Any = None,
-    turn_id: Any = None,
+    invocation_id: Any,
     cascade: bool = False,
     ip: str | None = None,
 ) -> dict[str, Any]:
-    """What a revert (or a turn undo) would do, computed without changing anything: the
-    invocations it would revert, the later ones in the way, and before → after → now.
+    """What `invocation_revert` would do, computed without changing anything: the invocations
+    it would revert, the later ones in the way, and before → after → now.
 
     A plan answers as the action would: the same permission checks, in the same order, over the
     target and its cascade (a Forbidden here is a 403 and a security event, like the action's),
@@ -170,25 +170,50 @@ def revert_plan(
     `conflicting_invocations`, so naming them needs no cascade plan the caller may not see)."""
     with recording_denials(user=user, ip=ip), transaction.atomic():
         campaign = campaign_get_visible(campaign_id=campaign_id, user=user)
-        if turn_id is not None:
-            turn = _get_turn(campaign, turn_id)
-            actor_id, target = turn.actor_id, f"turn:{turn.pk}"
-            rows = list(ToolInvocation.objects.filter(campaign=campaign, turn=turn))
-        else:
-            row = _get_invocation(campaign, invocation_id)
-            actor_id, target, rows = row.user_id, str(row.pk), [row]
-        authorize_revert(user=user, campaign=campaign, actor_id=actor_id, target=target)
-        todo = [r for r in rows if skip_reason(r) is None]
-        later = _dependents(campaign, todo, closure=cascade)
-        conflicts = _cascade_blockers(campaign, later, user=user) if cascade else later
-        chain = sorted(todo + (later if cascade else []), key=lambda r: -r.sequence)
-        skipped = sorted((r for r in rows if skip_reason(r)), key=lambda r: -r.sequence)
-        return {
-            "invocations": [_planned(r) for r in chain + skipped],
-            "conflicts": [str(r.pk) for r in conflicts],
-            "conflicting_invocations": [_planned(r) for r in conflicts],
-            "diff": _diff(campaign, chain),
-        }
+        row = invocation_get(campaign=campaign, invocation_id=invocation_id)
+        target = (row.user_id, str(row.pk), [row])
+        return _plan(campaign, target, user=user, cascade=cascade)
+
+
+def turn_undo_plan(
+    *,
+    campaign_id: Any,
+    user: Any,
+    turn_id: Any,
+    cascade: bool = False,
+    ip: str | None = None,
+) -> dict[str, Any]:
+    """What `turn_undo` would do, computed without changing anything; the same answer shape
+    and the same checks as `invocation_revert_plan`, over every invocation of the turn."""
+    with recording_denials(user=user, ip=ip), transaction.atomic():
+        campaign = campaign_get_visible(campaign_id=campaign_id, user=user)
+        turn = turn_get(campaign=campaign, turn_id=turn_id)
+        rows = list(ToolInvocation.objects.filter(campaign=campaign, turn=turn))
+        return _plan(campaign, (turn.actor_id, f"turn:{turn.pk}", rows), user=user, cascade=cascade)
+
+
+def _plan(
+    campaign: Campaign,
+    target: tuple[Any, str, list[ToolInvocation]],
+    *,
+    user: Any,
+    cascade: bool,
+) -> dict[str, Any]:
+    """The plan over `target`: (the actor whose calls they are, the name a denial records,
+    the invocations to revert)."""
+    actor_id, label, rows = target
+    authorize_revert(user=user, campaign=campaign, actor_id=actor_id, target=label)
+    todo = [r for r in rows if skip_reason(r) is None]
+    later = _dependents(campaign, todo, closure=cascade)
+    conflicts = _cascade_blockers(campaign, later, user=user) if cascade else later
+    chain = sorted(todo + (later if cascade else []), key=lambda r: -r.sequence)
+    skipped = sorted((r for r in rows if skip_reason(r)), key=lambda r: -r.sequence)
+    return {
+        "invocations": [_planned(r) for r in chain + skipped],
+        "conflicts": [str(r.pk) for r in conflicts],
+        "conflicting_invocations": [_planned(r) for r in conflicts],
+        "diff": _diff(campaign, chain),
+    }
 
 
 def _planned(row: ToolInvocation) -> dict[str, Any]:
@@ -214,33 +239,13 @@ def _cascade_blockers(
 
 def _lock_invocation(campaign_id: Any, invocation_id: Any, user: Any):
     campaign = campaign_get_visible(campaign_id=campaign_id, user=user, lock=True)
-    row = _get_invocation(campaign, invocation_id, for_update=True)
+    row = invocation_get(campaign=campaign, invocation_id=invocation_id, lock=True)
     return campaign, row
 
 
 def _lock_turn(campaign_id: Any, turn_id: Any, user: Any):
     campaign = campaign_get_visible(campaign_id=campaign_id, user=user, lock=True)
-    return campaign, _get_turn(campaign, turn_id, for_update=True)
-
-
-def _get_invocation(campaign: Campaign, invocation_id: Any, for_update: bool = False):
-    queryset = ToolInvocation.objects.filter(campaign=campaign)
-    if for_update:
-        queryset = queryset.select_for_update()
-    try:
-        return queryset.get(pk=invocation_id)
-    except (ToolInvocation.DoesNotExist, ValidationError, ValueError, TypeError) as exc:
-        raise NotFound() from exc
-
-
-def _get_turn(campaign: Campaign, turn_id: Any, for_update: bool = False) -> Turn:
-    queryset = Turn.objects.filter(campaign=campaign)
-    if for_update:
-        queryset = queryset.select_for_update()
-    try:
-        return queryset.get(pk=turn_id)
-    except (Turn.DoesNotExist, ValidationError, ValueError, TypeError) as exc:
-        raise NotFound() from exc
+    return campaign, turn_get(campaign=campaign, turn_id=turn_id, lock=True)
 
 
 def _dependents(

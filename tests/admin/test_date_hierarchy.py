@@ -6,8 +6,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from audit.models import ToolInvocation
-from audit.templatetags.audit_admin import calendar_periods
 from tests.admin.conftest import CHANGELIST, move
+from web.templatetags.audit_admin import calendar_periods
 
 
 def at(*args):

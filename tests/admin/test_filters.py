@@ -3,9 +3,9 @@
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from audit.admin.filters import distinct_values
 from audit.models import ToolInvocation
 from tests.admin.conftest import call, move
+from web.admin.filters import distinct_values
 
 
 def test_distinct_values_lists_each_value_once_in_order_blank_included(world):

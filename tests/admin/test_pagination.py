@@ -3,10 +3,10 @@
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from audit.admin.pagination import EstimatedCountPaginator
 from audit.models import ToolInvocation
 from tests.admin.conftest import move
 from tests.conftest import postgres_only
+from web.admin.pagination import EstimatedCountPaginator
 
 
 class EstimateEverything(EstimatedCountPaginator):

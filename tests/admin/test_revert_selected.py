@@ -5,11 +5,11 @@ from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.auth.models import Permission
 
 from ai_tools import registry
-from audit.admin import ToolInvocationAdmin
 from audit.models import ToolInvocation
 from audit.services import invocation_revert
 from tests.admin.conftest import CHANGELIST, call, change_url, messages_of, move, revert_url
 from tests.conftest import make_user
+from web.admin import ToolInvocationAdmin
 
 
 def select(client, rows, **extra):

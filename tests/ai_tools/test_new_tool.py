@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import ai_tools.tools
 from ai_tools import registry
 from ai_tools.checks import check_write_tools
-from ai_tools.gm.claude import tool_specs
+from gm.claude import tool_specs
 from tests.ai_tools.examples import example_cases
 from tests.ai_tools.test_tools import (
     assert_apply_keeps_its_write_set,

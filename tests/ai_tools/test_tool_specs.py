@@ -6,9 +6,9 @@ GM turn, so this runs over the specs exactly as the Claude provider builds them.
 import pytest
 
 from ai_tools import registry
-from ai_tools.gm.claude import tool_specs
 from audit.models import ToolInvocation
 from audit.services import invocation_dispatch
+from gm.claude import tool_specs
 from tests.gm.messages_api import Refused, check_tools, tool_problems
 
 SPECS = tool_specs()

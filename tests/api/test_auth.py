@@ -18,9 +18,9 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from campaigns.accounts import TOKEN_EXPIRED, SignupRateThrottle
 from campaigns.models import Campaign
 from tests.conftest import make_user
+from web.accounts import TOKEN_EXPIRED, SignupRateThrottle
 
 pytestmark = pytest.mark.django_db
 

@@ -7,8 +7,8 @@ import pytest
 
 from audit.models import ToolInvocation
 from audit.services import UndoResult, invocation_dispatch, invocation_revert, turn_undo
-from campaigns.errors import Conflict
 from campaigns.models import Creature
+from core.errors import Conflict
 from tests.conftest import all_at_once, build_world, postgres_only
 
 pytestmark = [postgres_only, pytest.mark.django_db(transaction=True)]

@@ -8,9 +8,9 @@ from django.db import DatabaseError
 from ai_tools import registry
 from audit.models import ToolInvocation
 from audit.services import invocation_dispatch, invocation_revert
-from campaigns.errors import AuditLogFailure
 from campaigns.models import Creature, ResourceEvent
 from campaigns.selectors import campaign_state
+from core.errors import AuditLogFailure
 
 
 def dump(campaign):

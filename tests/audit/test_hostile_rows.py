@@ -14,12 +14,17 @@ from rest_framework.test import APIClient
 
 from ai_tools import registry
 from ai_tools.base import StrictValidator
-from ai_tools.gm import claude
-from ai_tools.gm.context import gm_context
 from audit.models import ToolInvocation
-from audit.services import invocation_dispatch, invocation_revert, revert_plan
-from campaigns.errors import AppError
+from audit.services import (
+    invocation_dispatch,
+    invocation_revert,
+    invocation_revert_plan,
+    turn_undo_plan,
+)
 from campaigns.models import Creature, Turn
+from core.errors import AppError
+from gm import claude
+from gm.context import gm_context
 from tests.audit.test_properties import dump
 from tests.conftest import World, rolled_back
 
@@ -122,7 +127,9 @@ def render_every_reader(world: World, owner: Any, staff: Any) -> None:
     admin.force_login(staff)
     assert admin.get(reverse("admin:audit_toolinvocation_changelist")).status_code == 200
     for row in ToolInvocation.objects.filter(campaign=campaign):
-        revert_plan(campaign_id=campaign.pk, user=owner, invocation_id=row.pk, cascade=True)
+        invocation_revert_plan(
+            campaign_id=campaign.pk, user=owner, invocation_id=row.pk, cascade=True
+        )
         base = f"/api/campaigns/{campaign.pk}/invocations/{row.pk}/"
         for url in (base, base + "revert-plan/", base + "revert-plan/?cascade=true"):
             assert api.get(url).status_code == 200, url
@@ -130,7 +137,7 @@ def render_every_reader(world: World, owner: Any, staff: Any) -> None:
             url = reverse(f"admin:audit_toolinvocation_{name}", args=[row.pk])
             assert admin.get(url).status_code == 200, url
     for turn in Turn.objects.filter(campaign=campaign):
-        revert_plan(campaign_id=campaign.pk, user=owner, turn_id=turn.pk, cascade=True)
+        turn_undo_plan(campaign_id=campaign.pk, user=owner, turn_id=turn.pk, cascade=True)
         assert admin.get(reverse("admin:campaigns_turn_change", args=[turn.pk])).status_code == 200
     assert api.get(f"/api/campaigns/{campaign.pk}/invocations/").status_code == 200
     context = gm_context(turn=world.turn(message="What happened?"))

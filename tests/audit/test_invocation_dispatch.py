@@ -5,8 +5,8 @@ from django.db import transaction
 
 from audit.models import ToolInvocation, WriteSetEntry
 from audit.services import invocation_dispatch, turn_undo
-from campaigns.errors import Conflict
 from campaigns.models import Creature
+from core.errors import Conflict
 
 
 def damage(world, amount=3, actor=None, **extra):

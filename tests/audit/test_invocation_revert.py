@@ -6,10 +6,16 @@ import pytest
 from django.db import transaction
 
 from audit.models import ToolInvocation
-from audit.services import invocation_dispatch, invocation_revert, revert_plan, turn_undo
-from campaigns.errors import Conflict
+from audit.services import (
+    invocation_dispatch,
+    invocation_revert,
+    invocation_revert_plan,
+    turn_undo,
+    turn_undo_plan,
+)
 from campaigns.models import ChatMessage, Creature
 from campaigns.selectors import campaign_state
+from core.errors import Conflict
 
 
 def dump(campaign):
@@ -117,7 +123,7 @@ def test_cascade_refuses_when_a_dependent_belongs_to_someone_the_user_may_not_re
         {"creature_id": world.goblin.pk, "hp_delta": -1},
         actor=world.other,
     )
-    from campaigns.errors import Forbidden
+    from core.errors import Forbidden
 
     with pytest.raises(Forbidden):
         revert(world, mine, user=world.player, cascade=True)
@@ -211,7 +217,7 @@ def test_plan_shows_before_after_now_and_changes_nothing(world):
         turn=turn,
     )
     before, log_before = dump(world.campaign), list(ToolInvocation.objects.values())
-    plan = revert_plan(campaign_id=world.campaign.pk, turn_id=turn.pk, user=world.player)
+    plan = turn_undo_plan(campaign_id=world.campaign.pk, turn_id=turn.pk, user=world.player)
     assert dump(world.campaign) == before and list(ToolInvocation.objects.values()) == log_before
     assert [i["tool_name"] for i in plan["invocations"]] == ["modify_creature"]
     assert plan["conflicts"] == []
@@ -223,9 +229,11 @@ def test_plan_shows_before_after_now_and_changes_nothing(world):
 def test_plan_lists_conflicts_and_with_cascade_includes_them(world):
     first = call(world, "give_item", {"creature_id": world.hero.pk, "item": "gem", "quantity": 1})
     second = call(world, "give_item", {"creature_id": world.hero.pk, "item": "gem", "quantity": 2})
-    plan = revert_plan(campaign_id=world.campaign.pk, invocation_id=first.pk, user=world.owner)
+    plan = invocation_revert_plan(
+        campaign_id=world.campaign.pk, invocation_id=first.pk, user=world.owner
+    )
     assert plan["conflicts"] == [str(second.pk)]
-    cascade = revert_plan(
+    cascade = invocation_revert_plan(
         campaign_id=world.campaign.pk, invocation_id=first.pk, user=world.owner, cascade=True
     )
     assert [i["id"] for i in cascade["invocations"]] == [str(second.pk), str(first.pk)]

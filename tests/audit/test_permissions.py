@@ -6,8 +6,8 @@ from django.contrib.auth.models import Permission, User
 from audit.models import SecurityEvent
 from audit.permissions import may_revert
 from audit.services import invocation_dispatch, invocation_revert, turn_undo
-from campaigns.errors import Forbidden, NotFound
 from campaigns.services import membership_add
+from core.errors import Forbidden, NotFound
 
 
 @pytest.fixture

@@ -14,9 +14,9 @@ from ai_tools import registry
 from ai_tools.base import Ref, resolve_refs
 from audit.models import ToolInvocation
 from audit.services import invocation_dispatch, invocation_revert
-from campaigns.errors import Conflict
 from campaigns.models import Creature
 from campaigns.selectors import campaign_state
+from core.errors import Conflict
 from tests.ai_tools.examples import world_pk
 from tests.conftest import World, build_world, rolled_back
 

@@ -3,11 +3,11 @@
 import pytest
 from playwright.sync_api import Page, expect
 
-from ai_tools.gm.services import gm_turn_run
 from audit.models import SecurityEvent, ToolInvocation
 from audit.services import invocation_dispatch
 from campaigns.models import Creature, Turn
 from campaigns.services import membership_add, turn_create
+from gm.services import gm_turn_run
 from tests.browser.support import (
     chromium,
     outside_the_browser_loop,

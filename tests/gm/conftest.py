@@ -5,8 +5,8 @@ from typing import Any
 
 import pytest
 
-from ai_tools.gm.services import gm_turn_run
 from campaigns.models import Turn
+from gm.services import gm_turn_run
 from tests.gm.fake_claude import FakeClaude
 
 

@@ -3,12 +3,12 @@
 import pytest
 from django.db import OperationalError, transaction
 
-from ai_tools.gm.base import GMError, GMProvider, Session
-from ai_tools.gm.services import gm_turn_run
 from audit.models import ToolInvocation
 from audit.services import turn_undo
-from campaigns.errors import Conflict
 from campaigns.models import ChatMessage, Turn
+from core.errors import Conflict
+from gm.base import GMError, GMProvider, Session
+from gm.services import gm_turn_run
 from tests.gm.conftest import of_turn
 
 

@@ -3,12 +3,12 @@
 import json
 import random
 
-from ai_tools.gm.scripted import DAMAGE, HINT, MODEL
 from ai_tools.tools.read import roll
 from audit.models import ToolInvocation
 from audit.services import turn_undo
 from campaigns.models import Campaign, ChatMessage, Creature, Encounter, Resource
 from campaigns.selectors import campaign_state
+from gm.scripted import DAMAGE, HINT, MODEL
 from tests.gm.conftest import of_turn
 
 

@@ -5,8 +5,8 @@ from datetime import timedelta
 from django.core.management import call_command
 from django.utils import timezone
 
-from ai_tools.gm.services import gm_stale_turns_fail, gm_turn_run
 from campaigns.models import ChatMessage, Turn
+from gm.services import gm_turn_run, turn_stale_fail
 
 
 def _abandoned(world, *, age_seconds: int) -> Turn:
@@ -24,7 +24,7 @@ def test_turn_running_past_the_timeout_is_failed_with_a_system_note(
     stale = _abandoned(world, age_seconds=120)
     fresh = _abandoned(world, age_seconds=5)
     with django_capture_on_commit_callbacks(execute=True):
-        assert gm_stale_turns_fail(campaign_id=world.campaign.pk) == [stale.pk]
+        assert turn_stale_fail(campaign_id=world.campaign.pk) == [stale.pk]
     statuses = dict(Turn.objects.values_list("pk", "status"))
     assert (statuses[stale.pk], statuses[fresh.pk]) == ("failed", "running")
     note = ChatMessage.objects.get(turn=stale, role="system")

@@ -1,7 +1,7 @@
 """Helpers for the infrastructure tests: a tool call, the 503 an outage must give, and many
 outside clients at once against a real server."""
 
-from campaigns.faults import RETRY_AFTER_SECONDS
+from core.faults import RETRY_AFTER_SECONDS
 from tests.api.conftest import campaign_url, client_for
 from tests.conftest import World
 

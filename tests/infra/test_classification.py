@@ -6,7 +6,7 @@ import pytest
 import redis
 from django.db import DatabaseError, connection
 
-from campaigns.faults import is_unavailable
+from core.faults import is_unavailable
 
 
 def test_wrong_sql_is_a_bug_not_an_outage(db):

@@ -10,9 +10,9 @@ from django.urls import path
 from ai_tools import registry
 from audit.models import ToolInvocation
 from audit.services import invocation_dispatch
-from campaigns.errors import AuditLogFailure
-from campaigns.faults import RETRY_AFTER_SECONDS, UNAVAILABLE_DETAIL
 from campaigns.models import Campaign, Creature
+from core.errors import AuditLogFailure
+from core.faults import RETRY_AFTER_SECONDS, UNAVAILABLE_DETAIL
 from tests.api.conftest import campaign_url, client_for, dump
 from tests.conftest import World
 from tests.infra.conftest import assert_json_503, hit_goblin

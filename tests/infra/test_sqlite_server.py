@@ -8,8 +8,8 @@ import pytest
 from django.db import connection, connections
 
 from audit.models import ToolInvocation
-from campaigns.faults import RETRY_AFTER_SECONDS
 from campaigns.models import Creature
+from core.faults import RETRY_AFTER_SECONDS
 from tests.conftest import World
 from tests.servers import api_token, http
 

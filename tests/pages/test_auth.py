@@ -6,8 +6,8 @@ from django.contrib.auth.models import User
 from django.contrib.sessions.models import Session
 from django.test import Client
 
-from campaigns.accounts import SignupRateThrottle
 from tests.conftest import make_user
+from web.accounts import SignupRateThrottle
 
 
 def test_login_page_renders_a_sign_in_form(client: Client):

@@ -5,7 +5,6 @@ from channels.db import database_sync_to_async
 
 from audit.models import SecurityEvent
 from audit.services import invocation_dispatch, turn_undo
-from campaigns.consumers import REFUSED
 from campaigns.models import Campaign
 from tests.realtime.conftest import (
     FOREIGN_ORIGIN,
@@ -18,6 +17,7 @@ from tests.realtime.conftest import (
     session_cookie,
     token_header,
 )
+from web.consumers import REFUSED
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 

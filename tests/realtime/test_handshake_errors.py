@@ -11,9 +11,9 @@ from channels.testing import WebsocketCommunicator
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from campaigns.consumers import NOT_FOUND, REFUSED, UNAVAILABLE
 from config.asgi import application
 from tests.realtime.conftest import HOST, ORIGIN, open_socket, session_cookie
+from web.consumers import NOT_FOUND, REFUSED, UNAVAILABLE
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
@@ -64,11 +64,11 @@ def redis_down(settings):
 async def test_a_handshake_while_redis_is_down_is_closed_cleanly_and_logged(
     world, member_cookie, redis_down, caplog
 ):
-    with caplog.at_level(logging.ERROR, logger="campaigns.consumers"):
+    with caplog.at_level(logging.ERROR, logger="web.consumers"):
         socket, connected, code = await open_socket(world.campaign.pk, [ORIGIN, member_cookie])
         assert (connected, code) == (False, UNAVAILABLE)
         assert await socket.receive_nothing()
-    [record] = [r for r in caplog.records if r.name == "campaigns.consumers"]
+    [record] = [r for r in caplog.records if r.name == "web.consumers"]
     assert "channel layer unavailable" in record.getMessage()
     assert record.exc_info is not None
 

@@ -6,9 +6,9 @@ from typing import Any
 import pytest
 from asgiref.testing import ApplicationCommunicator
 
-from campaigns.consumers import REFUSED
 from config.asgi import application
 from tests.realtime.conftest import TIMEOUT, session_cookie, token_header
+from web.consumers import REFUSED
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 

@@ -7,8 +7,8 @@ from channels.db import database_sync_to_async
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
-from campaigns.consumers import REFUSED
 from tests.realtime.conftest import open_socket, token_header
+from web.consumers import REFUSED
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 

@@ -1,0 +1,72 @@
+"""Reads of the invocation log, and of turns with their log rows. Filters match the log's
+(campaign, column, -sequence) indexes, so every filtered page is one index range scan."""
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db.models import Prefetch, QuerySet
+
+from audit.models import ToolInvocation
+from campaigns.models import Campaign, ChatMessage, Turn
+from core.errors import NotFound
+
+# Columns only revert needs; the API never shows them, so a page of the log does not load them.
+_INTERNAL = ("revert_snapshot", "post_state", "write_set", "read_set", "broadcast_events")
+
+
+def invocation_list(
+    *,
+    campaign: Campaign,
+    status: str | None = None,
+    tier: str | None = None,
+    tool: str | None = None,
+    turn: int | None = None,
+) -> QuerySet[ToolInvocation]:
+    filters: dict[str, Any] = {
+        "status": status,
+        "tool_tier": tier,
+        "tool_name": tool,
+        "turn_id": turn,
+    }
+    return (
+        ToolInvocation.objects.filter(
+            campaign=campaign, **{k: v for k, v in filters.items() if v is not None}
+        )
+        .select_related("user", "requested_by", "reverted_by")
+        .defer(*_INTERNAL)
+    )
+
+
+def invocation_get(*, campaign: Campaign, invocation_id: Any, lock: bool = False) -> ToolInvocation:
+    """An invocation of this campaign; one of another campaign is NotFound, like a made-up id.
+    With `lock`, the row alone is locked (no joins: FOR UPDATE refuses an outer join's nullable
+    side), as revert needs it; every column is loaded, since revert and its plan read them all."""
+    rows = ToolInvocation.objects.filter(campaign=campaign)
+    if lock:
+        rows = rows.select_for_update()
+    else:
+        rows = rows.select_related("user", "requested_by", "reverted_by")
+    try:
+        return rows.get(pk=invocation_id)
+    except (ToolInvocation.DoesNotExist, ValidationError, ValueError, TypeError) as exc:
+        raise NotFound() from exc
+
+
+def turn_list(*, campaign: Campaign) -> QuerySet[Turn]:
+    """Turns newest first with their messages and invocation summaries: four queries a page."""
+    return (
+        Turn.objects.filter(campaign=campaign)
+        .select_related("actor", "reverted_by")
+        .prefetch_related(
+            Prefetch(
+                "messages",
+                queryset=ChatMessage.objects.select_related("author").order_by("created_at", "id"),
+            ),
+            Prefetch(
+                "invocations",
+                queryset=ToolInvocation.objects.order_by("sequence").only(
+                    "id", "turn_id", "sequence", "tool_name", "tool_tier", "status"
+                ),
+            ),
+        )
+    )

@@ -1,0 +1,6 @@
+"""The game master: providers that narrate and call the tools, and the runner of a turn.
+
+`gm.services.gm_turn_run(turn=...)` is the way in. Providers (`scripted`, `anthropic`)
+only see a `Session`: their words stream through it and their tool calls go through the audited
+dispatch, so no provider can change the world without the log and the undo.
+"""

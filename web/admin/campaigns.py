@@ -1,0 +1,203 @@
+"""The game world in the admin.
+
+Campaigns are read here, not built: `campaign_create` makes them (owner membership, guardian
+permission, first episode) and tools change them under the audit log. So the admin edits only a
+campaign's name and approval policy, and never deletes one, which would take its append-only log
+with it. Turns are read-only; "Undo turn" goes through `turn_undo` like the API.
+"""
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from audit.models import ToolInvocation
+from campaigns.models import (
+    Campaign,
+    ChatMessage,
+    Creature,
+    InventoryItem,
+    Membership,
+    Resource,
+    Turn,
+)
+from campaigns.validators import approval_policy_available
+from web.admin import display
+from web.admin.filters import CampaignFilter, StatusFilter
+from web.admin.pagination import EstimatedCountPaginator
+from web.admin.reverting import (
+    TURN,
+    LogReaderMixin,
+    ReadOnlyMixin,
+    RevertPageMixin,
+    can_read_log,
+)
+
+
+class ReadOnlyInline(ReadOnlyMixin, admin.TabularInline):
+    extra = 0
+    can_delete = False
+    related: tuple[str, ...] = ()
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return super().has_view_permission(request, obj) or can_read_log(request.user)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        return self.fields
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        return super().get_queryset(request).select_related(*self.related)
+
+
+class MembershipInline(ReadOnlyInline):
+    model = Membership
+    fields = ("user", "role", "joined_at")
+    related = ("user",)
+
+
+class CreatureInline(ReadOnlyInline):
+    model = Creature
+    fields = (
+        "name",
+        "kind",
+        "hp",
+        "max_hp",
+        "temp_hp",
+        "conditions",
+        "death_save_successes",
+        "death_save_failures",
+        "x",
+        "y",
+        "controlled_by",
+    )
+    related = ("controlled_by",)
+
+
+class ResourceInline(ReadOnlyInline):
+    model = Resource
+    fk_name = "campaign"
+    fields = ("creature", "name", "current", "maximum", "recharge")
+    related = ("creature",)
+
+
+class InventoryInline(ReadOnlyInline):
+    model = InventoryItem
+    fk_name = "campaign"
+    fields = ("creature", "name", "quantity")
+    related = ("creature",)
+    verbose_name_plural = "inventory"
+
+
+class CampaignAdminForm(forms.ModelForm):
+    def clean_approval_policy(self) -> str:
+        """A policy set here must be one that is honoured; a campaign stored with another
+        before human approval was refused keeps it, so renaming such a campaign still works."""
+        policy = self.cleaned_data["approval_policy"]
+        if "approval_policy" in self.changed_data:
+            approval_policy_available(policy)
+        return policy
+
+
+@admin.register(Campaign)
+class CampaignAdmin(ReadOnlyMixin, LogReaderMixin, admin.ModelAdmin):
+    form = CampaignAdminForm
+    changeable = True  # the name and the approval policy only: the rest is in readonly_fields
+    list_display = ("name", "owner", "status", "approval_policy", "created_at")
+    list_select_related = ("owner",)
+    list_filter = ("status", "approval_policy")
+    search_fields = ("name", "owner__username")
+    ordering = ("-created_at",)
+    fields = (
+        "id",
+        "name",
+        "owner",
+        "approval_policy",
+        "status",
+        "completed_at",
+        "current_chapter",
+        "active_dungeon",
+        "active_encounter",
+        "scene",
+        "location",
+        "created_at",
+        "log",
+    )
+    readonly_fields = tuple(f for f in fields if f not in ("name", "approval_policy"))
+    inlines = (MembershipInline, CreatureInline, ResourceInline, InventoryInline)
+
+    @admin.display(description="log")
+    def log(self, campaign: Campaign) -> SafeString:
+        invocations = reverse("admin:audit_toolinvocation_changelist")
+        turns = reverse("admin:campaigns_turn_changelist")
+        return format_html(
+            '<a href="{}?campaign={}">Tool invocations</a> · <a href="{}?campaign={}">Turns</a>',
+            invocations,
+            campaign.pk,
+            turns,
+            campaign.pk,
+        )
+
+    def save_model(self, request: HttpRequest, obj: Campaign, form: Any, change: bool) -> None:
+        """Write only the fields the form changed: tools and the event counter change the
+        campaign row concurrently, and a full save would put back what this page read."""
+        obj.save(update_fields=form.changed_data)
+
+
+class ChatMessageInline(ReadOnlyInline):
+    model = ChatMessage
+    fields = ("created_at", "role", "source", "author", "content", "reverted")
+    related = ("author",)
+    verbose_name_plural = "messages"
+
+
+class TurnInvocationInline(ReadOnlyInline):
+    model = ToolInvocation
+    fk_name = "turn"
+    fields = ("invocation", "tier", "status", "summary", "model", "created_at", "reverted_at")
+    ordering = ("-sequence",)
+    verbose_name_plural = "tool invocations"
+
+    @admin.display(description="invocation")
+    def invocation(self, row: ToolInvocation) -> SafeString:
+        return display.invocation_link(row)
+
+    @admin.display(description="tier")
+    def tier(self, row: ToolInvocation) -> SafeString:
+        return display.tier_badge(row.tool_tier)
+
+    @admin.display(description="what it did")
+    def summary(self, row: ToolInvocation) -> str:
+        return display.summary(row)
+
+
+@admin.register(Turn)
+class TurnAdmin(ReadOnlyMixin, RevertPageMixin, LogReaderMixin, admin.ModelAdmin):
+    reverting = TURN
+    list_display = ("id", "created_at", "campaign", "actor", "status", "reverted_at")
+    list_select_related = ("campaign", "actor")
+    list_filter = (StatusFilter, CampaignFilter, "created_at")
+    search_fields = ("campaign__name", "actor__username")
+    ordering = ("-created_at",)
+    paginator = EstimatedCountPaginator
+    show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER
+    fields = (
+        "id",
+        "campaign",
+        "actor",
+        "status",
+        "created_at",
+        "reverted_at",
+        "reverted_by",
+        "revert_reason",
+    )
+    readonly_fields = fields
+    inlines = (ChatMessageInline, TurnInvocationInline)
+
+    class Media:
+        css = {"all": ["audit/admin.css"]}

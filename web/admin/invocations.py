@@ -1,0 +1,249 @@
+"""The invocation log in the admin: browse, filter, read, and revert through the service."""
+
+import uuid
+from typing import Any
+
+from django.contrib import admin
+from django.contrib.admin.views.main import ChangeList
+from django.contrib.auth import get_user_model
+from django.db.models import Q, QuerySet
+from django.http import HttpRequest
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from audit.models import ToolInvocation
+from campaigns.models import Campaign
+from web.admin import display
+from web.admin.filters import (
+    CampaignFilter,
+    ModelFilter,
+    SourceFilter,
+    StatusFilter,
+    ToolFilter,
+    distinct_values,
+)
+from web.admin.pagination import EstimatedCountPaginator
+from web.admin.reverting import (
+    INVOCATION,
+    LogReaderMixin,
+    ReadOnlyMixin,
+    RevertForm,
+    RevertPageMixin,
+    revert_and_report,
+)
+
+LIST_DEFERRED = (
+    "input",
+    "result",
+    "error",
+    "revert_snapshot",
+    "post_state",
+    "write_set",
+    "read_set",
+    "broadcast_events",
+    "revert_reason",
+)
+
+
+class InvocationChangeList(ChangeList):
+    """The list shows none of the JSON columns, so it does not read them: snapshots and
+    post-states are the bulk of a row."""
+
+    def get_queryset(self, request: HttpRequest, exclude_parameters: Any = None) -> QuerySet:
+        return super().get_queryset(request, exclude_parameters).defer(*LIST_DEFERRED)
+
+
+@admin.register(ToolInvocation)
+class ToolInvocationAdmin(ReadOnlyMixin, RevertPageMixin, LogReaderMixin, admin.ModelAdmin):
+    reverting = INVOCATION
+    list_display = (
+        "created_at",
+        "campaign_link",
+        "actor",
+        "turn_link",
+        "requested_by",
+        "tool_name",
+        "tier",
+        "status",
+        "model",
+        "source",
+    )
+    list_display_links = ("created_at",)
+    list_filter = (
+        StatusFilter,
+        "tool_tier",
+        ToolFilter,
+        ModelFilter,
+        SourceFilter,
+        CampaignFilter,
+        "created_at",
+    )
+    list_select_related = ("campaign", "user", "requested_by")
+    search_fields = ("id", "campaign__name", "user__username", "tool_name")
+    search_help_text = "An invocation or campaign id, a campaign name, an actor or a tool."
+    date_hierarchy = "created_at"
+    ordering = ("-created_at",)
+    sortable_by = ("created_at",)
+    paginator = EstimatedCountPaginator
+    show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER
+    actions = ["revert_selected"]
+    bulk_limit = 500
+    fieldsets = (
+        (
+            "Call",
+            {
+                "fields": (
+                    "id",
+                    "sequence",
+                    "campaign",
+                    "turn",
+                    "user",
+                    "requested_by",
+                    "tool_name",
+                    "summary",
+                    "tier",
+                    "status",
+                    "model",
+                    "source",
+                    "created_at",
+                    "committed_at",
+                )
+            },
+        ),
+        ("Revert", {"fields": ("revertible", "reverted_at", "reverted_by", "revert_reason")}),
+        ("Input and result", {"fields": ("input_json", "result_json", "error")}),
+        (
+            "State",
+            {"fields": ("entity_diff", "snapshot_json", "post_state_json", "write_set_json")},
+        ),
+        ("Broadcast", {"classes": ("collapse",), "fields": ("broadcast_json",)}),
+        (
+            "Tamper evidence (manage.py verify_log)",
+            {"classes": ("collapse",), "fields": ("prev_hash", "row_hash")},
+        ),
+    )
+    readonly_fields = [name for _, section in fieldsets for name in section["fields"]]
+
+    class Media:
+        css = {"all": ["audit/admin.css"]}
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
+        return InvocationChangeList
+
+    @admin.display(description="campaign", ordering="campaign__name")
+    def campaign_link(self, row: ToolInvocation) -> SafeString:
+        return format_html('<a href="?campaign={}">{}</a>', row.campaign_id, row.campaign)
+
+    @admin.display(description="actor", ordering="user__username")
+    def actor(self, row: ToolInvocation) -> str:
+        return row.user.get_username()
+
+    @admin.display(description="turn")
+    def turn_link(self, row: ToolInvocation) -> SafeString | str:
+        if row.turn_id is None:
+            return "—"
+        url = reverse("admin:campaigns_turn_change", args=[row.turn_id])
+        return format_html('<a href="{}">{}</a>', url, row.turn_id)
+
+    @admin.display(description="tier", ordering="tool_tier")
+    def tier(self, row: ToolInvocation) -> SafeString:
+        return display.tier_badge(row.tool_tier)
+
+    @admin.display(description="summary")
+    def summary(self, row: ToolInvocation) -> str:
+        return display.summary(row)
+
+    @admin.display(description="input")
+    def input_json(self, row: ToolInvocation) -> SafeString:
+        return display.pretty_json(row.input)
+
+    @admin.display(description="result")
+    def result_json(self, row: ToolInvocation) -> SafeString:
+        return display.pretty_json(row.result)
+
+    @admin.display(description="before → after")
+    def entity_diff(self, row: ToolInvocation) -> SafeString:
+        return display.render_entity_diff(row)
+
+    @admin.display(description="revert snapshot")
+    def snapshot_json(self, row: ToolInvocation) -> SafeString:
+        return display.pretty_json(row.revert_snapshot)
+
+    @admin.display(description="post-state")
+    def post_state_json(self, row: ToolInvocation) -> SafeString:
+        return display.pretty_json(row.post_state)
+
+    @admin.display(description="write set")
+    def write_set_json(self, row: ToolInvocation) -> SafeString:
+        return display.pretty_json({"writes": row.write_set, "reads": row.read_set})
+
+    @admin.display(description="broadcast events")
+    def broadcast_json(self, row: ToolInvocation) -> SafeString:
+        return display.pretty_json(row.broadcast_events)
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet, search_term: str
+    ) -> tuple[QuerySet, bool]:
+        """Each word is first resolved to ids in the small tables (campaigns, users) and the
+        tool index, so the log itself is only read through its indexes: an id finds the
+        invocation or the calls of that campaign; a word matches campaign names, actor
+        usernames and tool names."""
+        for word in search_term.split():
+            queryset = queryset.filter(self._word_query(word))
+        return queryset, False
+
+    def _word_query(self, word: str) -> Q:
+        try:
+            exact = uuid.UUID(word)
+        except ValueError:
+            campaigns = Campaign.objects.filter(name__icontains=word).values_list("pk", flat=True)
+            users = get_user_model().objects.filter(username__icontains=word)
+            tools = [t for t in distinct_values(ToolInvocation, "tool_name") if word.lower() in t]
+            return (
+                Q(campaign_id__in=list(campaigns))
+                | Q(user_id__in=list(users.values_list("pk", flat=True)))
+                | Q(tool_name__in=tools)
+            )
+        return Q(pk=exact) | Q(campaign_id=exact)
+
+    @admin.action(description="Revert selected tool invocations")
+    def revert_selected(self, request: HttpRequest, queryset: QuerySet) -> TemplateResponse | None:
+        """Newest first, so a later call that depends on an earlier selected one is reverted
+        before it and no conflict arises between them. One message per row, so at most
+        `bulk_limit` rows at a time ("select all" on a log of millions is refused)."""
+        rows = list(
+            queryset.defer(None)
+            .select_related("campaign")
+            .order_by("-created_at", "-sequence")[: self.bulk_limit + 1]
+        )
+        if len(rows) > self.bulk_limit:
+            self.message_user(
+                request, f"Select at most {self.bulk_limit} invocations to revert.", "error"
+            )
+            return None
+        form = RevertForm(request.POST if "confirm" in request.POST else None)
+        if not form.is_valid():
+            context = {
+                **self.admin_site.each_context(request),
+                "opts": self.opts,
+                "title": "Revert the selected tool invocations?",
+                "rows": [(row, display.summary(row)) for row in rows],
+                "form": form,
+                "media": self.media,
+                "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+            }
+            return TemplateResponse(
+                request, "admin/audit/toolinvocation/revert_selected_confirmation.html", context
+            )
+        for row in rows:
+            revert_and_report(
+                request,
+                row,
+                reason=form.cleaned_data["reason"],
+                cascade=False,
+                cascade_url=self.revert_url(row) + "?cascade=1",
+            )
+        return None

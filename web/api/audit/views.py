@@ -1,0 +1,176 @@
+"""The invocation log over HTTP: agents' tool calls, the log, revert, undo and their plans.
+
+Revert, undo and plans are decided entirely by `audit.services` (404 for what the caller may not
+see, 403 recorded as a security event, 409 with the conflicting ids); these views validate the
+body, pass the caller's IP for the security log, and render the outcome.
+"""
+
+from typing import Any
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from audit import services
+from audit.models import InvocationOrigin, ToolInvocation
+from audit.permissions import recording_denials
+from audit.selectors import invocation_get, invocation_list
+from campaigns.selectors import turn_get
+from core.api.base import ApiListView, ApiView, ResultsPagination, client_ip
+from core.api.errors import error_responses
+from web.api.audit import serializers as s
+from web.api.audit.permissions import authorize_tool_call
+from web.api.views import validated, visible_campaign
+
+
+class InvocationPagination(ResultsPagination):
+    ordering = "-sequence"
+
+
+@extend_schema(tags=["turns"])
+class ToolCallView(ApiView):
+    """An external agent's tool call, run as the turn's actor through the audited dispatch:
+    logged before it mutates, undoable afterwards. Only the turn's actor or the owner may post."""
+
+    @extend_schema(
+        summary="Run a write tool in this turn through the audited dispatch",
+        request=s.ToolCallInput,
+        responses={
+            201: OpenApiResponse(s.ToolCallResultSerializer, "Committed."),
+            422: OpenApiResponse(
+                s.ToolCallFailedSerializer,
+                "Invalid input or a tool error: a failed row was logged, nothing changed.",
+            ),
+            **error_responses(403, 409, 503),
+        },
+    )
+    def post(self, request: Request, campaign_id: Any, turn_id: int) -> Response:
+        campaign = visible_campaign(request, campaign_id)
+        turn = turn_get(campaign=campaign, turn_id=turn_id)
+        with recording_denials(user=request.user, ip=client_ip(request)):
+            authorize_tool_call(user=request.user, campaign=campaign, turn=turn)
+        data = validated(s.ToolCallInput, request.data)
+        row = services.invocation_dispatch(
+            campaign=campaign,
+            actor=turn.actor,
+            tool_name=data["tool"],
+            input=data["input"],
+            turn=turn,
+            model=data["model"],
+            source=InvocationOrigin.API,
+            requested_by=request.user,
+        )
+        body = {"invocation": row.pk, "status": row.status, "result": row.result}
+        if row.status == ToolInvocation.Status.FAILED:
+            failed = s.ToolCallFailedSerializer({**body, "detail": row.error})
+            return Response(failed.data, status=status.HTTP_422_UNPROCESSABLE_ENTITY)
+        return Response(s.ToolCallResultSerializer(body).data, status=status.HTTP_201_CREATED)
+
+
+@extend_schema(tags=["turns"])
+class TurnUndoView(ApiView):
+    """Undo a whole turn (the original actor, the owner, a co-GM holding the grant, or
+    staff). Idempotent: a second undo reports every invocation as `already_reverted`."""
+
+    @extend_schema(
+        summary="Undo a turn: revert its committed invocations newest first, atomically",
+        request=s.RevertInput,
+        responses={200: s.UndoResultSerializer, **error_responses(403, 409)},
+    )
+    def post(self, request: Request, campaign_id: Any, turn_id: int) -> Response:
+        visible_campaign(request, campaign_id)
+        data = validated(s.RevertInput, request.data)
+        outcome = services.turn_undo(
+            campaign_id=campaign_id,
+            turn_id=turn_id,
+            user=request.user,
+            ip=client_ip(request),
+            **data,
+        )
+        return Response(s.UndoResultSerializer(outcome).data)
+
+
+@extend_schema(tags=["invocations"])
+class InvocationListView(ApiListView):
+    """The invocation log of a campaign, newest first, filterable by status, tier, tool
+    and turn, cursor-paginated so every page costs the same."""
+
+    serializer_class = s.InvocationSerializer
+    pagination_class = InvocationPagination
+
+    def get_queryset(self):
+        campaign = visible_campaign(self.request, self.kwargs["campaign_id"])
+        filters = s.InvocationFilter(data=self.request.query_params.dict())
+        filters.is_valid(raise_exception=True)
+        return invocation_list(campaign=campaign, **filters.validated_data)
+
+    @extend_schema(
+        summary="The invocation log, newest first",
+        parameters=[s.InvocationFilter],
+        responses={200: s.InvocationSerializer(many=True), **error_responses()},
+    )
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().get(request, *args, **kwargs)
+
+
+@extend_schema(tags=["invocations"])
+class InvocationDetailView(ApiView):
+    """One log row. Rows are append-only: no endpoint edits or deletes them."""
+
+    @extend_schema(responses={200: s.InvocationSerializer, **error_responses()})
+    def get(self, request: Request, campaign_id: Any, invocation_id: Any) -> Response:
+        campaign = visible_campaign(request, campaign_id)
+        row = invocation_get(campaign=campaign, invocation_id=invocation_id)
+        return Response(s.InvocationSerializer(row).data)
+
+
+@extend_schema(tags=["invocations"])
+class InvocationRevertView(ApiView):
+    """Revert one invocation (same permission as undo). Idempotent; a later invocation
+    that depends on it is a 409 listing the ids, unless `cascade` reverts them first."""
+
+    @extend_schema(
+        summary="Revert one invocation (idempotent)",
+        request=s.RevertInput,
+        responses={200: s.RevertResultSerializer, **error_responses(403, 409)},
+    )
+    def post(self, request: Request, campaign_id: Any, invocation_id: Any) -> Response:
+        visible_campaign(request, campaign_id)
+        data = validated(s.RevertInput, request.data)
+        outcome = services.invocation_revert(
+            campaign_id=campaign_id,
+            invocation_id=invocation_id,
+            user=request.user,
+            ip=client_ip(request),
+            **data,
+        )
+        return Response(s.RevertResultSerializer(outcome).data)
+
+
+@extend_schema(tags=["invocations"])
+class RevertPlanView(ApiView):
+    """What reverting this invocation (`…/revert-plan/`) or undoing this turn (`…/undo-plan/`)
+    would do: the invocations it would revert, the later ones in the way, and each changed field
+    before → after → now. Computed without changing anything; the confirm dialog shows it."""
+
+    @extend_schema(
+        summary="What the revert would do, computed without changing anything",
+        parameters=[s.PlanQuery],
+        responses={200: s.PlanSerializer, **error_responses(403)},
+    )
+    def get(self, request: Request, campaign_id: Any, **target: Any) -> Response:
+        visible_campaign(request, campaign_id)
+        query = s.PlanQuery(data=request.query_params.dict())
+        query.is_valid(raise_exception=True)
+        plan_of = (
+            services.turn_undo_plan if "turn_id" in target else services.invocation_revert_plan
+        )
+        plan = plan_of(
+            campaign_id=campaign_id,
+            user=request.user,
+            ip=client_ip(request),
+            cascade=query.validated_data["cascade"],
+            **target,
+        )
+        return Response(s.PlanSerializer(plan).data)

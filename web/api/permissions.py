@@ -1,0 +1,52 @@
+"""Who may set up a campaign and play in it. Reverting has its own policy
+(`audit.permissions.may_revert`); these are the simpler role checks around it.
+
+Each check raises `Forbidden` carrying what `recording_denials` needs for the security log, so a
+view wraps its checks in `recording_denials` and every 403 leaves a `SecurityEvent`.
+"""
+
+from typing import Any
+
+from audit.models import SecurityEvent
+from campaigns.models import Campaign
+from campaigns.selectors import is_member
+from core.errors import Forbidden
+
+
+def require_owner(*, campaign: Campaign, user: Any, action: str) -> None:
+    """Set-up (members, creatures, resources, chapters, dungeons) is the owner's job.
+    Checked on the loaded campaign's owner id, so it costs no query."""
+    if user.pk != campaign.owner_id:
+        raise Forbidden(
+            "Only the campaign owner may do this.",
+            kind=SecurityEvent.Kind.ADMIN_DENIED,
+            campaign=campaign,
+            target=action,
+        )
+
+
+def require_member(*, campaign: Campaign, user: Any, action: str) -> None:
+    """Staff may see every campaign to police it; playing in one takes membership."""
+    if user.pk != campaign.owner_id and not is_member(campaign=campaign, user=user):
+        raise Forbidden(
+            "Only members of the campaign may do this.",
+            kind=SecurityEvent.Kind.ADMIN_DENIED,
+            campaign=campaign,
+            target=action,
+        )
+
+
+def require_may_create_creature(
+    *, campaign: Campaign, user: Any, kind: str, controlled_by: Any
+) -> None:
+    """The owner builds the world; a player may add only their own player character."""
+    if user.pk == campaign.owner_id:
+        return
+    require_member(campaign=campaign, user=user, action="creature_create")
+    if kind != "pc" or getattr(controlled_by, "pk", None) != user.pk:
+        raise Forbidden(
+            "Players may only create their own player character.",
+            kind=SecurityEvent.Kind.ADMIN_DENIED,
+            campaign=campaign,
+            target="creature_create",
+        )

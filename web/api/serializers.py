@@ -1,0 +1,232 @@
+"""Shapes of the campaign API: `*Input` serializers validate request bodies (unknown fields are
+refused), the others render responses. Bounds mirror the tool schemas, so nothing the API
+accepts can later overflow a column or a tool."""
+
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from ai_tools.tools.schema import COORD, HP
+from campaigns.models import (
+    Campaign,
+    Chapter,
+    ChatMessage,
+    Creature,
+    Dungeon,
+    Membership,
+    Resource,
+    Turn,
+    reached_choices,
+)
+from campaigns.selectors import campaign_members
+from campaigns.validators import approval_policy_available
+from core.api.base import StrictSerializer
+
+User = get_user_model()
+TURN_STATUSES = reached_choices(Turn.Status.choices)
+MAX_HP, MAX_COORD = HP["maximum"], COORD["maximum"]
+MESSAGE_MAX = 4000
+
+
+def _username(user: Any) -> str | None:
+    return user.get_username() if user is not None else None
+
+
+@extend_schema_field({"type": "string", "nullable": True})
+class UsernameField(serializers.Field):
+    """A user rendered as their username (clients know people by name, not by id)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(read_only=True, **kwargs)
+
+    def to_representation(self, value: Any) -> str | None:
+        return _username(value)
+
+
+# Inputs
+
+
+class CampaignCreateInput(StrictSerializer):
+    name = serializers.CharField(max_length=200)
+    approval_policy = serializers.ChoiceField(
+        choices=Campaign.ApprovalPolicy.choices,
+        required=False,
+        validators=[approval_policy_available],
+        help_text='Only "none" until human approval lands; other policies are refused (400).',
+    )
+
+
+class MemberAddInput(StrictSerializer):
+    username = serializers.CharField(max_length=150)
+    can_revert_any = serializers.BooleanField(default=False)
+
+
+class CreatureCreateInput(StrictSerializer):
+    name = serializers.CharField(max_length=100)
+    kind = serializers.ChoiceField(choices=Creature.Kind.choices)
+    hp = serializers.IntegerField(min_value=0, max_value=MAX_HP)
+    max_hp = serializers.IntegerField(min_value=1, max_value=MAX_HP)
+    controlled_by = serializers.SlugRelatedField(
+        slug_field="username",
+        queryset=User.objects.all(),
+        required=False,
+        allow_null=True,
+        help_text="Username of the player controlling this PC (a player creating their own PC "
+        "may leave it out).",
+    )
+    x = serializers.IntegerField(min_value=0, max_value=MAX_COORD, default=0)
+    y = serializers.IntegerField(min_value=0, max_value=MAX_COORD, default=0)
+
+
+class ResourceCreateInput(StrictSerializer):
+    name = serializers.CharField(max_length=100)
+    current = serializers.IntegerField(min_value=0, max_value=MAX_HP)
+    maximum = serializers.IntegerField(min_value=0, max_value=MAX_HP)
+    recharge = serializers.ChoiceField(
+        choices=Resource.Recharge.choices, default=Resource.Recharge.NONE
+    )
+
+
+class ChapterCreateInput(StrictSerializer):
+    title = serializers.CharField(max_length=200)
+
+
+class DungeonCreateInput(StrictSerializer):
+    name = serializers.CharField(max_length=200)
+
+
+class TurnCreateInput(StrictSerializer):
+    message = serializers.CharField(max_length=MESSAGE_MAX)
+    run_gm = serializers.BooleanField(
+        default=True,
+        help_text="Run the configured GM (GM_PROVIDER) on the turn before answering; false "
+        "records the player's message only.",
+    )
+
+
+# Outputs
+
+
+class CampaignSummarySerializer(serializers.ModelSerializer):
+    owner = UsernameField()
+
+    class Meta:
+        model = Campaign
+        fields = ["id", "name", "owner", "status", "approval_policy"]
+
+
+class MemberSerializer(serializers.Serializer):
+    username = serializers.CharField()
+    role = serializers.ChoiceField(choices=Membership.Role.choices)
+    can_revert_any = serializers.BooleanField()
+
+
+class CampaignSerializer(CampaignSummarySerializer):
+    members = serializers.SerializerMethodField()
+
+    class Meta(CampaignSummarySerializer.Meta):
+        fields = [*CampaignSummarySerializer.Meta.fields, "members"]
+
+    @extend_schema_field(MemberSerializer(many=True))
+    def get_members(self, campaign: Campaign) -> list[dict[str, Any]]:
+        return campaign_members(campaign=campaign)
+
+
+class CreatureSerializer(serializers.ModelSerializer):
+    controlled_by = UsernameField()
+    conditions = serializers.ListField(child=serializers.CharField(), read_only=True)
+
+    class Meta:
+        model = Creature
+        fields = [
+            "id",
+            "name",
+            "kind",
+            "hp",
+            "max_hp",
+            "temp_hp",
+            "conditions",
+            "death_save_successes",
+            "death_save_failures",
+            "x",
+            "y",
+            "controlled_by",
+        ]
+
+
+class ResourceSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Resource
+        fields = ["id", "creature", "name", "current", "maximum", "recharge"]
+
+
+class ChapterSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Chapter
+        fields = ["id", "title", "position"]
+
+
+class DungeonSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Dungeon
+        fields = ["id", "name"]
+
+
+class MessageSerializer(serializers.ModelSerializer):
+    author = UsernameField()
+
+    class Meta:
+        model = ChatMessage
+        fields = ["id", "role", "source", "author", "content", "reverted", "created_at"]
+
+
+class InvocationSummarySerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    sequence = serializers.IntegerField()
+    tool_name = serializers.CharField()
+    tool_tier = serializers.CharField()
+    status = serializers.CharField()
+
+
+class TurnSerializer(serializers.ModelSerializer):
+    actor = UsernameField()
+    reverted_by = UsernameField()
+    messages = MessageSerializer(many=True, read_only=True)
+    invocations = InvocationSummarySerializer(many=True, read_only=True)
+    status = serializers.ChoiceField(choices=TURN_STATUSES, read_only=True)
+
+    class Meta:
+        model = Turn
+        fields = [
+            "id",
+            "actor",
+            "status",
+            "created_at",
+            "reverted_at",
+            "reverted_by",
+            "revert_reason",
+            "messages",
+            "invocations",
+        ]
+
+
+class StateSerializer(serializers.Serializer):
+    """The canonical dump of `campaigns.selectors.campaign_state` (SPEC §3), with `seq`: the
+    campaign's last realtime event that the dump reflects (SPEC §7)."""
+
+    seq = serializers.IntegerField(min_value=0)
+    campaign = serializers.DictField()
+    members = serializers.ListField(child=serializers.DictField())
+    creatures = serializers.ListField(child=serializers.DictField())
+    resources = serializers.ListField(child=serializers.DictField())
+    resource_events = serializers.ListField(child=serializers.DictField())
+    items = serializers.ListField(child=serializers.DictField())
+    chapters = serializers.ListField(child=serializers.DictField())
+    dungeons = serializers.ListField(child=serializers.DictField())
+    encounters = serializers.ListField(child=serializers.DictField())
+    fog = serializers.ListField(child=serializers.DictField())
+    memories = serializers.ListField(child=serializers.DictField())
+    achievements = serializers.ListField(child=serializers.DictField())
+    episodes = serializers.ListField(child=serializers.DictField())

@@ -1,0 +1,25 @@
+"""Routes of the campaign API, included at /api/ by config/api_urls.py."""
+
+from django.urls import path
+
+from web.api import auth, views
+
+CAMPAIGN = "campaigns/<uuid:campaign_id>/"
+
+urlpatterns = [
+    path("auth/token/", auth.TokenView.as_view(), name="api-token"),
+    path("auth/register/", auth.RegisterView.as_view(), name="api-register"),
+    path("campaigns/", views.CampaignListView.as_view(), name="api-campaigns"),
+    path(CAMPAIGN, views.CampaignDetailView.as_view(), name="api-campaign"),
+    path(CAMPAIGN + "state/", views.CampaignStateView.as_view(), name="api-campaign-state"),
+    path(CAMPAIGN + "members/", views.MemberAddView.as_view(), name="api-members"),
+    path(CAMPAIGN + "creatures/", views.CreatureCreateView.as_view(), name="api-creatures"),
+    path(
+        CAMPAIGN + "creatures/<int:creature_id>/resources/",
+        views.ResourceCreateView.as_view(),
+        name="api-resources",
+    ),
+    path(CAMPAIGN + "chapters/", views.ChapterCreateView.as_view(), name="api-chapters"),
+    path(CAMPAIGN + "dungeons/", views.DungeonCreateView.as_view(), name="api-dungeons"),
+    path(CAMPAIGN + "turns/", views.TurnListView.as_view(), name="api-turns"),
+]

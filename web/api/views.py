@@ -1,0 +1,241 @@
+"""Campaign set-up, state and turns. Each view validates, calls one service, serializes.
+
+Every path under a campaign first resolves the campaign with `campaign_get_visible`, so a
+non-member gets 404 before anything else is looked at; role checks come after and their
+refusals (403) are written to the security log by `recording_denials`.
+"""
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from audit.permissions import recording_denials
+from audit.selectors import turn_list
+from campaigns import services
+from campaigns.models import Campaign, Creature
+from campaigns.selectors import (
+    campaign_get_visible,
+    campaign_list_for_member,
+    campaign_state_at_seq,
+)
+from core.api.base import ApiListView, ApiView, ResultsPagination, client_ip
+from core.api.errors import error_responses
+from core.errors import NotFound
+from gm.services import gm_turn_run
+from web.api import serializers as s
+from web.api.permissions import require_may_create_creature, require_member, require_owner
+
+
+def validated(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
+def visible_campaign(request: Request, campaign_id: Any) -> Campaign:
+    return campaign_get_visible(campaign_id=campaign_id, user=request.user)
+
+
+class CampaignPagination(ResultsPagination):
+    ordering = "-created_at"
+
+
+class TurnPagination(ResultsPagination):
+    ordering = "-created_at"
+    page_size = 20
+
+
+@extend_schema(tags=["campaigns"])
+class CampaignListView(ApiListView):
+    """Campaigns the caller plays in, and creating one (the caller becomes its owner,
+    holding `revert_any_turn`)."""
+
+    serializer_class = s.CampaignSummarySerializer
+    pagination_class = CampaignPagination
+
+    def get_queryset(self):
+        return campaign_list_for_member(user=self.request.user)
+
+    @extend_schema(
+        summary="Campaigns where the caller is a member",
+        responses={200: s.CampaignSummarySerializer(many=True), **error_responses()},
+    )
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().get(request, *args, **kwargs)
+
+    @extend_schema(
+        summary="Create a campaign; the caller becomes its owner",
+        request=s.CampaignCreateInput,
+        responses={201: s.CampaignSerializer, **error_responses()},
+    )
+    def post(self, request: Request) -> Response:
+        data = validated(s.CampaignCreateInput, request.data)
+        campaign = services.campaign_create(owner=request.user, **data)
+        return Response(s.CampaignSerializer(campaign).data, status=status.HTTP_201_CREATED)
+
+
+@extend_schema(tags=["campaigns"])
+class CampaignDetailView(ApiView):
+    """A campaign with its members, their roles and who holds the revert grant."""
+
+    @extend_schema(responses={200: s.CampaignSerializer, **error_responses()})
+    def get(self, request: Request, campaign_id: Any) -> Response:
+        return Response(s.CampaignSerializer(visible_campaign(request, campaign_id)).data)
+
+
+@extend_schema(tags=["campaigns"])
+class CampaignStateView(ApiView):
+    """The canonical dump of the game world (SPEC §3): what a client shows, and what a
+    revert restores exactly; `seq` is the last event it reflects (SPEC §7)."""
+
+    @extend_schema(
+        summary="The canonical state dump of the game world, with the event seq it reflects",
+        responses={200: s.StateSerializer, **error_responses()},
+    )
+    def get(self, request: Request, campaign_id: Any) -> Response:
+        return Response(campaign_state_at_seq(visible_campaign(request, campaign_id)))
+
+
+@extend_schema(tags=["campaigns"])
+class MemberAddView(ApiView):
+    """The owner adds a member by username; `can_revert_any` grants (or withdraws) the
+    right to revert anyone's turns, as a guardian object permission on the campaign."""
+
+    @extend_schema(
+        summary="Add a member (or change their can_revert_any grant)",
+        request=s.MemberAddInput,
+        responses={201: s.MemberSerializer, **error_responses(403, 409)},
+    )
+    def post(self, request: Request, campaign_id: Any) -> Response:
+        campaign = visible_campaign(request, campaign_id)
+        with recording_denials(user=request.user, ip=client_ip(request)):
+            require_owner(campaign=campaign, user=request.user, action="membership_add")
+        data = validated(s.MemberAddInput, request.data)
+        membership = services.membership_add(campaign=campaign, **data)
+        body = {
+            "username": membership.user.get_username(),
+            "role": membership.role,
+            "can_revert_any": data["can_revert_any"],
+        }
+        return Response(s.MemberSerializer(body).data, status=status.HTTP_201_CREATED)
+
+
+@extend_schema(tags=["campaigns"])
+class CreatureCreateView(ApiView):
+    """The owner creates any creature; a player may create only their own player
+    character (`controlled_by` defaults to them)."""
+
+    @extend_schema(
+        summary="Create a creature (the owner; a player for their own PC)",
+        request=s.CreatureCreateInput,
+        responses={201: s.CreatureSerializer, **error_responses(403, 422)},
+    )
+    def post(self, request: Request, campaign_id: Any) -> Response:
+        campaign = visible_campaign(request, campaign_id)
+        data = validated(s.CreatureCreateInput, request.data)
+        if request.user.pk != campaign.owner_id and data["kind"] == Creature.Kind.PC:
+            data.setdefault("controlled_by", request.user)
+        with recording_denials(user=request.user, ip=client_ip(request)):
+            require_may_create_creature(
+                campaign=campaign,
+                user=request.user,
+                kind=data["kind"],
+                controlled_by=data.get("controlled_by"),
+            )
+        creature = services.creature_create(campaign=campaign, **data)
+        return Response(s.CreatureSerializer(creature).data, status=status.HTTP_201_CREATED)
+
+
+@extend_schema(tags=["campaigns"])
+class ResourceCreateView(ApiView):
+    """The owner gives a creature of this campaign a resource with a recharge rule."""
+
+    @extend_schema(
+        summary="Give a creature a resource (spell slots, ki, …)",
+        request=s.ResourceCreateInput,
+        responses={201: s.ResourceSerializer, **error_responses(403, 409, 422)},
+    )
+    def post(self, request: Request, campaign_id: Any, creature_id: int) -> Response:
+        campaign = visible_campaign(request, campaign_id)
+        with recording_denials(user=request.user, ip=client_ip(request)):
+            require_owner(campaign=campaign, user=request.user, action="resource_create")
+        creature = Creature.objects.filter(campaign=campaign, pk=creature_id).first()
+        if creature is None:
+            raise NotFound()
+        data = validated(s.ResourceCreateInput, request.data)
+        resource = services.resource_create(creature=creature, **data)
+        return Response(s.ResourceSerializer(resource).data, status=status.HTTP_201_CREATED)
+
+
+@extend_schema(tags=["campaigns"])
+class ChapterCreateView(ApiView):
+    """The owner appends a chapter; the first one becomes the current chapter."""
+
+    @extend_schema(
+        request=s.ChapterCreateInput,
+        responses={201: s.ChapterSerializer, **error_responses(403)},
+    )
+    def post(self, request: Request, campaign_id: Any) -> Response:
+        campaign = visible_campaign(request, campaign_id)
+        with recording_denials(user=request.user, ip=client_ip(request)):
+            require_owner(campaign=campaign, user=request.user, action="chapter_create")
+        data = validated(s.ChapterCreateInput, request.data)
+        chapter = services.chapter_create(campaign=campaign, **data)
+        return Response(s.ChapterSerializer(chapter).data, status=status.HTTP_201_CREATED)
+
+
+@extend_schema(tags=["campaigns"])
+class DungeonCreateView(ApiView):
+    """The owner adds a dungeon that `activate_dungeon` can later switch to."""
+
+    @extend_schema(
+        request=s.DungeonCreateInput,
+        responses={201: s.DungeonSerializer, **error_responses(403)},
+    )
+    def post(self, request: Request, campaign_id: Any) -> Response:
+        campaign = visible_campaign(request, campaign_id)
+        with recording_denials(user=request.user, ip=client_ip(request)):
+            require_owner(campaign=campaign, user=request.user, action="dungeon_create")
+        data = validated(s.DungeonCreateInput, request.data)
+        dungeon = services.dungeon_create(campaign=campaign, **data)
+        return Response(s.DungeonSerializer(dungeon).data, status=status.HTTP_201_CREATED)
+
+
+@extend_schema(tags=["turns"])
+class TurnListView(ApiListView):
+    """Turns, newest first, each with its chat messages and a summary of its tool calls;
+    posting a message opens a new turn for the caller, which the configured GM answers."""
+
+    serializer_class = s.TurnSerializer
+    pagination_class = TurnPagination
+
+    def get_queryset(self):
+        return turn_list(campaign=visible_campaign(self.request, self.kwargs["campaign_id"]))
+
+    @extend_schema(
+        summary="Turns, newest first, with their messages and invocation summaries",
+        responses={200: s.TurnSerializer(many=True), **error_responses()},
+    )
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().get(request, *args, **kwargs)
+
+    @extend_schema(
+        summary="Post a player's message as a new turn; the GM answers it unless run_gm is false",
+        request=s.TurnCreateInput,
+        responses={201: s.TurnSerializer, **error_responses(403)},
+    )
+    def post(self, request: Request, campaign_id: Any) -> Response:
+        campaign = visible_campaign(request, campaign_id)
+        with recording_denials(user=request.user, ip=client_ip(request)):
+            require_member(campaign=campaign, user=request.user, action="turn_create")
+        data = validated(s.TurnCreateInput, request.data)
+        turn = services.turn_create(campaign=campaign, actor=request.user, message=data["message"])
+        if data["run_gm"]:
+            gm_turn_run(turn=turn)
+        return Response(
+            s.TurnSerializer(turn_list(campaign=campaign).get(pk=turn.pk)).data,
+            status=status.HTTP_201_CREATED,
+        )

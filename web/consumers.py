@@ -1,0 +1,114 @@
+"""The live table: one websocket per player, subscribed to its campaign's group.
+
+The consumer is deliberately thin. It admits members only, joins the campaign's group and
+forwards every envelope that `campaigns.realtime` publishes. Clients never write through it:
+changes go through the REST API, which is where permissions, audit and undo live.
+"""
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+
+from audit.models import SecurityEvent
+from campaigns.realtime import LAYER_UNAVAILABLE, group_name, hello
+from campaigns.selectors import campaign_event_seq, campaign_get_for_member
+from core.errors import NotFound
+
+logger = logging.getLogger(__name__)
+
+# Application close codes (4000-4999 are free for applications), after the HTTP statuses.
+REFUSED = 4403
+NOT_FOUND = 4404
+UNAVAILABLE = 4503
+
+
+@database_sync_to_async
+def is_campaign_member(*, campaign_id: Any, user: Any) -> bool:
+    try:
+        campaign_get_for_member(campaign_id=campaign_id, user=user)
+    except NotFound:
+        return False
+    return True
+
+
+@database_sync_to_async
+def record_refusal(*, user: Any, campaign_id: Any, ip: str | None) -> None:
+    """A signed-in non-member probing a campaign's feed is a security event; anonymous
+    handshakes are not (they are refused before anything is revealed)."""
+    SecurityEvent.objects.create(
+        kind=SecurityEvent.Kind.WEBSOCKET_DENIED,
+        user=user,
+        target=f"ws:campaign:{campaign_id}",
+        ip=ip,
+        detail={"message": "Websocket refused: not a member of this campaign."},
+    )
+
+
+def refusal(code: int) -> Callable[..., Awaitable[None]]:
+    """An ASGI app that refuses every handshake with `code`. It needs no channel layer, so a
+    refusal still works while the layer is down."""
+
+    async def refuse(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await receive()
+        await send({"type": "websocket.close", "code": code})
+
+    return refuse
+
+
+# Every websocket path that names no feed (a malformed campaign id among them) is refused,
+# instead of the router's error that the server would answer with a 500.
+refuse_unknown_path = refusal(NOT_FOUND)
+
+
+class CampaignConsumer(AsyncWebsocketConsumer):
+    group: str | None = None
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """An unreachable channel layer (at the handshake or later) ends the socket with
+        UNAVAILABLE and a logged traceback, not with a server error (HTTP 500 or close 1011).
+        Before the handshake is accepted the close is a refusal (Daphne answers HTTP 403); a
+        socket already closed (a refused non-member) is not closed twice."""
+        closed = False
+
+        async def send_noting_close(message: dict[str, Any]) -> None:
+            nonlocal closed
+            closed = closed or message["type"] == "websocket.close"
+            await send(message)
+
+        try:
+            await super().__call__(scope, receive, send_noting_close)
+        except LAYER_UNAVAILABLE:
+            logger.exception("channel layer unavailable; websocket %s closed", scope["path"])
+            if not closed:
+                await send({"type": "websocket.close", "code": UNAVAILABLE})
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        campaign_id = self.scope["url_route"]["kwargs"]["campaign_id"]
+        if not await is_campaign_member(campaign_id=campaign_id, user=user):
+            if getattr(user, "is_authenticated", False):
+                client = self.scope.get("client") or [None]
+                await record_refusal(user=user, campaign_id=campaign_id, ip=client[0])
+            await self.close(code=REFUSED)
+            return
+        self.group = group_name(campaign_id)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        # Read after joining: an event committed meanwhile arrives after `hello` and is one the
+        # client may already count as seen (seq <= hello's), never one it silently misses.
+        seq = await database_sync_to_async(campaign_event_seq)(campaign_id=campaign_id)
+        await self.send(text_data=json.dumps(hello(campaign_id, seq)))
+
+    async def disconnect(self, code: int) -> None:
+        if self.group is not None:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        """The feed is one-way; what a client sends is ignored rather than trusted."""
+
+    async def campaign_event(self, message: dict[str, Any]) -> None:
+        await self.send(text_data=json.dumps(message["event"]))

@@ -1,0 +1,259 @@
+"""The game world shaped for people: the board and the feed of the campaign page.
+
+The board is drawn from `campaign_state`, the same canonical dump the API serves and the page's
+script keeps up to date from live events, so a card rendered here and one redrawn by the script
+after a `state_changed` are the same card.
+"""
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from ai_tools import registry
+from audit.models import ToolInvocation
+from audit.permissions import may_revert
+from campaigns.models import Campaign, ChatMessage, Turn
+from campaigns.selectors import campaign_event_seq, campaign_member_names, campaign_state
+
+FEED_TURNS = 50
+ROSTERS = (("party", "pc", "Party"), ("foes", "monster", "Foes"), ("others", "npc", "Others"))
+_CREATURE_REFS = re.compile(r"\bcreatures? (\d+(?:, \d+)*)")
+
+
+def hp_percent(hp: int, max_hp: int) -> int:
+    """Rounded half up, as the page's script does, so both draw the same bar."""
+    return int(100 * hp / max_hp + 0.5) if max_hp > 0 else 0
+
+
+def hp_band(hp: int, max_hp: int) -> str:
+    if hp <= 0:
+        return "down"
+    percent = hp_percent(hp, max_hp)
+    return "ok" if percent > 50 else "hurt" if percent > 25 else "critical"
+
+
+def with_names(text: str, names: dict[int, str]) -> str:
+    """`creature 7: HP -5` reads `Goblin: HP -5` for people; unknown ids stay as they are."""
+
+    def name_all(match: re.Match) -> str:
+        ids = [int(part) for part in match[1].split(", ")]
+        if not all(pk in names for pk in ids):
+            return match[0]
+        return ", ".join(names[pk] for pk in ids)
+
+    return _CREATURE_REFS.sub(name_all, text)
+
+
+def board(state: dict[str, Any], people: dict[int, str]) -> dict[str, Any]:
+    """Rosters of creature cards, the combat tracker and the scene, from a state dump."""
+    resources: dict[int, list] = defaultdict(list)
+    items: dict[int, list] = defaultdict(list)
+    for row in state["resources"]:
+        resources[row["creature_id"]].append({**row, "label": row["name"].replace("_", " ")})
+    for row in state["items"]:
+        items[row["creature_id"]].append({**row, "label": row["name"].replace("_", " ")})
+    cards = [
+        {
+            **c,
+            "percent": hp_percent(c["hp"], c["max_hp"]),
+            "band": hp_band(c["hp"], c["max_hp"]),
+            "initial": c["name"][:1].upper(),
+            "player": people.get(c["controlled_by_id"]),
+            "saves": c["kind"] == "pc"
+            and (c["hp"] == 0 or c["death_save_successes"] or c["death_save_failures"]),
+            "resources": resources[c["id"]],
+            "items": items[c["id"]],
+        }
+        for c in state["creatures"]
+    ]
+    return {
+        "rosters": [
+            {"key": key, "title": title, "cards": [c for c in cards if c["kind"] == kind]}
+            for key, kind, title in ROSTERS
+        ],
+        "combat": _combat(state),
+        "scene": _scene(state),
+    }
+
+
+def _combat(state: dict[str, Any]) -> dict[str, Any] | None:
+    active = state["campaign"]["active_encounter"]
+    encounter = next((e for e in state["encounters"] if e["id"] == active), None)
+    if encounter is None:
+        return None
+    creatures = {c["id"]: c for c in state["creatures"]}
+    return {
+        "round": encounter["round"],
+        "order": [
+            {
+                "creature_id": slot["creature_id"],
+                "name": creatures[slot["creature_id"]]["name"]
+                if slot["creature_id"] in creatures
+                else "(gone)",
+                "initiative": slot.get("initiative"),
+                "current": index == encounter["turn_index"],
+                "down": creatures.get(slot["creature_id"], {"hp": 0})["hp"] <= 0,
+            }
+            for index, slot in enumerate(encounter["order"])
+        ],
+    }
+
+
+def _scene(state: dict[str, Any]) -> dict[str, Any]:
+    campaign = state["campaign"]
+    chapter = next((c for c in state["chapters"] if c["id"] == campaign["current_chapter"]), None)
+    dungeon = next((d for d in state["dungeons"] if d["id"] == campaign["active_dungeon"]), None)
+    return {
+        "chapter": f"Chapter {chapter['position']} · {chapter['title']}" if chapter else "",
+        "dungeon": dungeon["name"] if dungeon else "",
+        "location": campaign["location"],
+        "text": campaign["scene"],
+        "completed": campaign["status"] == Campaign.Status.COMPLETED,
+    }
+
+
+CALL_LABELS = {
+    ToolInvocation.Status.PENDING: "running",
+    ToolInvocation.Status.FAILED: "refused",
+    ToolInvocation.Status.REVERTED: "undone",
+}
+
+
+@dataclass
+class ToolCallCard:
+    """One tool call as the turn feed draws it (a card, not a view: no request handling)."""
+
+    tool_name: str
+    summary: str
+    status: str
+    error: str
+    actor: str = ""
+    requested_by: str = ""
+
+    @property
+    def provenance(self) -> str:
+        """A call someone else made on the actor's turn says so (SPEC §5 Provenance)."""
+        return f"by {self.requested_by} for {self.actor}" if self.requested_by else ""
+
+    @property
+    def label(self) -> str:
+        """How a call that did not simply happen is marked; committed calls carry no label."""
+        return CALL_LABELS.get(self.status, "")
+
+
+@dataclass
+class TurnCard:
+    """One turn of the feed with its messages and tool-call cards, as the page draws it."""
+
+    id: int
+    actor: str
+    status: str
+    messages: list[ChatMessage] = field(default_factory=list)
+    calls: list[ToolCallCard] = field(default_factory=list)
+    undoable: bool = False
+    reverted: bool = False
+    reverted_by: str = ""
+    revert_reason: str = ""
+    latest_gm: bool = False
+
+    @property
+    def gm(self) -> bool:
+        """A GM turn: the GM answered or acted, and it is not still running."""
+        answered = any(m.role == ChatMessage.Role.GM for m in self.messages) or bool(self.calls)
+        return answered and not self.reverted and self.status != Turn.Status.RUNNING
+
+
+def feed(*, campaign: Campaign, user: Any, turn_id: Any = None) -> list[TurnCard]:
+    """The last turns with their visible messages and tool calls, oldest first. The most
+    recent GM turn is flagged; undone turns stay as a note of who undid them and why."""
+    turns = Turn.objects.filter(campaign=campaign).select_related("actor", "reverted_by")
+    if turn_id is not None:
+        turns = turns.filter(pk=turn_id)
+    turns = list(turns.order_by("-created_at", "-pk")[:FEED_TURNS])[::-1]
+    ids = [t.pk for t in turns]
+    messages: dict[int, list[ChatMessage]] = defaultdict(list)
+    for message in (
+        ChatMessage.objects.filter(campaign=campaign, turn_id__in=ids, reverted=False)
+        .select_related("author")
+        .order_by("created_at", "pk")
+    ):
+        messages[message.turn_id].append(message)
+    calls = _tool_calls(campaign, ids)
+    can_revert_any = may_revert(user=user, campaign=campaign, actor_id=None)
+    views = [
+        TurnCard(
+            id=t.pk,
+            actor=t.actor.get_username(),
+            status=t.status,
+            messages=messages[t.pk],
+            calls=calls[t.pk],
+            undoable=can_revert_any or t.actor_id == user.pk,
+            reverted=t.reverted_at is not None,
+            reverted_by=t.reverted_by.get_username() if t.reverted_by else "",
+            revert_reason=t.revert_reason,
+        )
+        for t in turns
+    ]
+    latest = next((v for v in reversed(views) if v.gm), None)
+    if latest is not None and turn_id is None:
+        latest.latest_gm = True
+    return views
+
+
+def _tool_calls(campaign: Campaign, turn_ids: list[int]) -> dict[int, list[ToolCallCard]]:
+    names = dict(campaign.creatures.values_list("pk", "name"))
+    calls: dict[int, list[ToolCallCard]] = defaultdict(list)
+    rows = (
+        ToolInvocation.objects.filter(campaign=campaign, turn_id__in=turn_ids)
+        .order_by("sequence")
+        .values(
+            "turn_id",
+            "tool_name",
+            "input",
+            "status",
+            "error",
+            "user__username",
+            "requested_by__username",
+        )
+    )
+    for row in rows:
+        summary = registry.summary(row["tool_name"], row["input"])
+        calls[row["turn_id"]].append(
+            ToolCallCard(
+                tool_name=row["tool_name"],
+                summary=with_names(summary, names),
+                status=row["status"],
+                error=row["error"],
+                actor=row["user__username"],
+                requested_by=row["requested_by__username"] or "",
+            )
+        )
+    return calls
+
+
+def event_seq(campaign: Campaign) -> int:
+    """The number of the campaign's last realtime event, read fresh from the database."""
+    return campaign_event_seq(campaign_id=campaign.pk)
+
+
+def table(*, campaign: Campaign, user: Any) -> dict[str, Any]:
+    """Everything the campaign page draws, and the data its script starts from. The event
+    number is read first: events after it are applied on top of this state (they carry
+    absolute values, so one already reflected here is harmless to apply again)."""
+    seq = event_seq(campaign)
+    state = campaign_state(campaign)
+    people = campaign_member_names(campaign=campaign)
+    return {
+        "campaign": campaign,
+        "board": board(state, people),
+        "turns": feed(campaign=campaign, user=user),
+        "seq": seq,
+        "script_data": {
+            "campaign": str(campaign.pk),
+            "me": user.get_username(),
+            "seq": seq,
+            "state": state,
+            "people": people,
+        },
+    }

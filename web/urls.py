@@ -1,0 +1,21 @@
+"""People's pages: sign-in/up, the campaign list and the campaign page (SPEC §8)."""
+
+from django.contrib.auth import views as auth_views
+from django.urls import path
+from django.views.generic import RedirectView
+
+from web import views
+
+urlpatterns = [
+    path("", RedirectView.as_view(pattern_name="campaign_list"), name="home"),
+    path(
+        "accounts/login/",
+        auth_views.LoginView.as_view(redirect_authenticated_user=True),
+        name="login",
+    ),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/signup/", views.signup, name="signup"),
+    path("campaigns/", views.campaign_list, name="campaign_list"),
+    path("campaigns/<uuid:campaign_id>/", views.campaign_detail, name="campaign_detail"),
+    path("campaigns/<uuid:campaign_id>/feed/", views.campaign_feed, name="campaign_feed"),
+]

@@ -1,0 +1,88 @@
+"""People's pages (SPEC §8): sign-up, the campaign list and the live campaign page.
+
+Views validate, call one selector or service, and render. Play itself (messages, undo) goes
+through the REST API from the page's script, so the browser and API clients share one path.
+"""
+
+import re
+from typing import Any
+
+from django.contrib.auth import login
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.forms import UserCreationForm
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods
+
+from campaigns.models import Campaign
+from campaigns.selectors import campaign_get_for_member, campaign_list_for_member
+from campaigns.services import campaign_create
+from core.errors import NotFound
+from web import presenters
+from web.accounts import SignupRateThrottle, too_many
+from web.forms import CampaignForm
+
+# A turn id as the URL converters take it: ASCII digits only (str.isdigit also takes "²", which
+# int() refuses), and short enough for a bigint.
+TURN_ID = re.compile(r"[0-9]{1,18}")
+
+
+def _member_campaign(request: HttpRequest, campaign_id: Any) -> Campaign:
+    try:
+        return campaign_get_for_member(campaign_id=campaign_id, user=request.user)
+    except NotFound as exc:
+        raise Http404("No such campaign.") from exc
+
+
+@require_http_methods(["GET", "POST"])
+def signup(request: HttpRequest) -> HttpResponse:
+    """The sign-up page, rate-limited per address by the same limiter as the API's sign-up."""
+    if request.user.is_authenticated:
+        return redirect("campaign_list")
+    throttle = SignupRateThrottle()
+    if not throttle.allow_request(request, None):
+        return too_many(request, what="Too many sign-ups from your address.", wait=throttle.wait())
+    form = UserCreationForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        user = form.save()
+        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        return redirect("campaign_list")
+    return render(request, "registration/signup.html", {"form": form})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def campaign_list(request: HttpRequest) -> HttpResponse:
+    form = CampaignForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        campaign = campaign_create(owner=request.user, name=form.cleaned_data["name"])
+        return redirect("campaign_detail", campaign_id=campaign.pk)
+    campaigns = campaign_list_for_member(user=request.user)
+    return render(request, "campaigns/list.html", {"campaigns": campaigns, "form": form})
+
+
+@login_required
+@require_GET
+def campaign_detail(request: HttpRequest, campaign_id: Any) -> HttpResponse:
+    campaign = _member_campaign(request, campaign_id)
+    context = presenters.table(campaign=campaign, user=request.user)
+    return render(request, "campaigns/detail.html", context)
+
+
+@login_required
+@require_GET
+def campaign_feed(request: HttpRequest, campaign_id: Any) -> HttpResponse:
+    """The feed as HTML, whole or one turn (`?turn=`): the script swaps it in after a turn
+    completes or is undone, and after a gap in the event stream."""
+    campaign = _member_campaign(request, campaign_id)
+    turn_id = request.GET.get("turn")
+    if turn_id is None:
+        seq = presenters.event_seq(campaign)
+        turns = presenters.feed(campaign=campaign, user=request.user)
+        return render(request, "campaigns/_feed.html", {"turns": turns, "seq": seq})
+    if not TURN_ID.fullmatch(turn_id):
+        raise Http404("No such turn.")
+    turns = presenters.feed(campaign=campaign, user=request.user, turn_id=int(turn_id))
+    if not turns:
+        raise Http404("No such turn.")
+    return render(request, "campaigns/_turn.html", {"turn": turns[0]})
