@@ -38,14 +38,7 @@ class EntityKind:
         return [f.attname for f in self.model._meta.concrete_fields]
 
 
-CREATURE_VITALS = (
-    "hp",
-    "max_hp",
-    "temp_hp",
-    "conditions",
-    "death_save_successes",
-    "death_save_failures",
-)
+CREATURE_VITALS = Creature.VITALS
 
 KINDS: dict[str, EntityKind] = {
     "creature": EntityKind(Creature),

@@ -112,6 +112,18 @@ class Creature(models.Model):
         User, null=True, blank=True, on_delete=models.SET_NULL, related_name="characters"
     )
 
+    # What a creature's health is made of (tools write them together: entity `creature:N/vitals`)
+    # and what every surface shows of a creature; one list each, so a new field is added once.
+    VITALS = (
+        "hp",
+        "max_hp",
+        "temp_hp",
+        "conditions",
+        "death_save_successes",
+        "death_save_failures",
+    )
+    SHOWN = ("name", "kind", *VITALS, "x", "y", "controlled_by")
+
     class Meta:
         indexes = [models.Index(fields=["campaign", "kind"], name="creature_campaign_idx")]
 

@@ -62,17 +62,7 @@ def campaign_state(campaign: Campaign) -> dict[str, Any]:
         "creatures": _rows(
             Creature.objects.filter(campaign_id=cid),
             "id",
-            "name",
-            "kind",
-            "hp",
-            "max_hp",
-            "temp_hp",
-            "conditions",
-            "death_save_successes",
-            "death_save_failures",
-            "x",
-            "y",
-            "controlled_by_id",
+            *(f"{name}_id" if name == "controlled_by" else name for name in Creature.SHOWN),
         ),
         "resources": _rows(
             Resource.objects.filter(campaign_id=cid),

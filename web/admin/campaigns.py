@@ -62,19 +62,7 @@ class MembershipInline(ReadOnlyInline):
 
 class CreatureInline(ReadOnlyInline):
     model = Creature
-    fields = (
-        "name",
-        "kind",
-        "hp",
-        "max_hp",
-        "temp_hp",
-        "conditions",
-        "death_save_successes",
-        "death_save_failures",
-        "x",
-        "y",
-        "controlled_by",
-    )
+    fields = Creature.SHOWN
     related = ("controlled_by",)
 
 

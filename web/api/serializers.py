@@ -140,20 +140,7 @@ class CreatureSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Creature
-        fields = [
-            "id",
-            "name",
-            "kind",
-            "hp",
-            "max_hp",
-            "temp_hp",
-            "conditions",
-            "death_save_successes",
-            "death_save_failures",
-            "x",
-            "y",
-            "controlled_by",
-        ]
+        fields = ["id", *Creature.SHOWN]
 
 
 class ResourceSerializer(serializers.ModelSerializer):
