@@ -1,6 +1,7 @@
 """Reads of the invocation log, and of turns with their log rows. Filters match the log's
 (campaign, column, -sequence) indexes, so every filtered page is one index range scan."""
 
+from collections import defaultdict
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -70,3 +71,39 @@ def turn_list(*, campaign: Campaign) -> QuerySet[Turn]:
             ),
         )
     )
+
+
+def turn_feed(
+    *, campaign: Campaign, limit: int, turn_id: Any = None
+) -> tuple[list[Turn], dict[int, list[ChatMessage]], dict[int, list[dict[str, Any]]]]:
+    """The campaign page's feed: the last `limit` turns oldest first (or the one `turn_id`), the
+    messages still shown of each, and each turn's log rows as plain values, oldest first. Three
+    queries whatever the number of turns."""
+    turns = Turn.objects.filter(campaign=campaign).select_related("actor", "reverted_by")
+    if turn_id is not None:
+        turns = turns.filter(pk=turn_id)
+    recent = list(turns.order_by("-created_at", "-pk")[:limit])[::-1]
+    ids = [t.pk for t in recent]
+    messages: dict[int, list[ChatMessage]] = defaultdict(list)
+    for message in (
+        ChatMessage.objects.filter(campaign=campaign, turn_id__in=ids, reverted=False)
+        .select_related("author")
+        .order_by("created_at", "pk")
+    ):
+        messages[message.turn_id].append(message)
+    calls: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for row in (
+        ToolInvocation.objects.filter(campaign=campaign, turn_id__in=ids)
+        .order_by("sequence")
+        .values(
+            "turn_id",
+            "tool_name",
+            "input",
+            "status",
+            "error",
+            "user__username",
+            "requested_by__username",
+        )
+    ):
+        calls[row["turn_id"]].append(row)
+    return recent, messages, calls

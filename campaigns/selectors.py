@@ -209,3 +209,8 @@ def turn_get(*, campaign: Campaign, turn_id: Any, lock: bool = False) -> Turn:
 
 def is_member(*, campaign: Campaign, user: Any) -> bool:
     return Membership.objects.filter(campaign_id=campaign.pk, user_id=user.pk).exists()
+
+
+def creature_names(*, campaign: Campaign) -> dict[int, str]:
+    """Each creature's name by id, to put names where logged calls carry ids."""
+    return dict(campaign.creatures.values_list("pk", "name"))

@@ -13,8 +13,14 @@ from typing import Any
 from ai_tools import registry
 from audit.models import ToolInvocation
 from audit.permissions import may_revert
+from audit.selectors import turn_feed
 from campaigns.models import Campaign, ChatMessage, Turn
-from campaigns.selectors import campaign_event_seq, campaign_member_names, campaign_state
+from campaigns.selectors import (
+    campaign_event_seq,
+    campaign_member_names,
+    campaign_state,
+    creature_names,
+)
 
 FEED_TURNS = 50
 ROSTERS = (("party", "pc", "Party"), ("foes", "monster", "Foes"), ("others", "npc", "Others"))
@@ -167,19 +173,8 @@ class TurnCard:
 def feed(*, campaign: Campaign, user: Any, turn_id: Any = None) -> list[TurnCard]:
     """The last turns with their visible messages and tool calls, oldest first. The most
     recent GM turn is flagged; undone turns stay as a note of who undid them and why."""
-    turns = Turn.objects.filter(campaign=campaign).select_related("actor", "reverted_by")
-    if turn_id is not None:
-        turns = turns.filter(pk=turn_id)
-    turns = list(turns.order_by("-created_at", "-pk")[:FEED_TURNS])[::-1]
-    ids = [t.pk for t in turns]
-    messages: dict[int, list[ChatMessage]] = defaultdict(list)
-    for message in (
-        ChatMessage.objects.filter(campaign=campaign, turn_id__in=ids, reverted=False)
-        .select_related("author")
-        .order_by("created_at", "pk")
-    ):
-        messages[message.turn_id].append(message)
-    calls = _tool_calls(campaign, ids)
+    turns, messages, rows = turn_feed(campaign=campaign, limit=FEED_TURNS, turn_id=turn_id)
+    names = creature_names(campaign=campaign)
     can_revert_any = may_revert(user=user, campaign=campaign, actor_id=None)
     views = [
         TurnCard(
@@ -187,7 +182,7 @@ def feed(*, campaign: Campaign, user: Any, turn_id: Any = None) -> list[TurnCard
             actor=t.actor.get_username(),
             status=t.status,
             messages=messages[t.pk],
-            calls=calls[t.pk],
+            calls=[_tool_call(row, names) for row in rows[t.pk]],
             undoable=can_revert_any or t.actor_id == user.pk,
             reverted=t.reverted_at is not None,
             reverted_by=t.reverted_by.get_username() if t.reverted_by else "",
@@ -201,35 +196,16 @@ def feed(*, campaign: Campaign, user: Any, turn_id: Any = None) -> list[TurnCard
     return views
 
 
-def _tool_calls(campaign: Campaign, turn_ids: list[int]) -> dict[int, list[ToolCallCard]]:
-    names = dict(campaign.creatures.values_list("pk", "name"))
-    calls: dict[int, list[ToolCallCard]] = defaultdict(list)
-    rows = (
-        ToolInvocation.objects.filter(campaign=campaign, turn_id__in=turn_ids)
-        .order_by("sequence")
-        .values(
-            "turn_id",
-            "tool_name",
-            "input",
-            "status",
-            "error",
-            "user__username",
-            "requested_by__username",
-        )
+def _tool_call(row: dict[str, Any], names: dict[int, str]) -> ToolCallCard:
+    summary = registry.summary(row["tool_name"], row["input"])
+    return ToolCallCard(
+        tool_name=row["tool_name"],
+        summary=with_names(summary, names),
+        status=row["status"],
+        error=row["error"],
+        actor=row["user__username"],
+        requested_by=row["requested_by__username"] or "",
     )
-    for row in rows:
-        summary = registry.summary(row["tool_name"], row["input"])
-        calls[row["turn_id"]].append(
-            ToolCallCard(
-                tool_name=row["tool_name"],
-                summary=with_names(summary, names),
-                status=row["status"],
-                error=row["error"],
-                actor=row["user__username"],
-                requested_by=row["requested_by__username"] or "",
-            )
-        )
-    return calls
 
 
 def event_seq(campaign: Campaign) -> int:
