@@ -10,7 +10,7 @@ import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import models
@@ -19,6 +19,8 @@ from jsonschema.exceptions import best_match
 
 from ai_tools import entities
 from campaigns.models import Campaign, Creature, Turn
+
+T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
 
@@ -92,6 +94,7 @@ class ToolContext:
     turn: Turn | None = None
     created: list[str] = field(default_factory=list)
     _creatures: dict[int, Creature] = field(default_factory=dict, repr=False)
+    _resolved: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def record_created(self, kind: str, pk: Any) -> None:
         self.created.append(entities.key(kind, pk))
@@ -106,6 +109,13 @@ class ToolContext:
                 raise ToolError(f"No creature with id {creature_id} in this campaign.")
             self._creatures[creature_id] = creature
         return self._creatures[creature_id]
+
+    def once(self, name: str, resolve: Callable[[], T]) -> T:
+        """A call's other targets (its resource, item, encounter, …), looked up once like
+        `creature`: `write_set` resolves them and `apply` reuses them."""
+        if name not in self._resolved:
+            self._resolved[name] = resolve()
+        return self._resolved[name]
 
     def may_manage(self, creature: Creature) -> bool:
         if creature.kind != Creature.Kind.PC:

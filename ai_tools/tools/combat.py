@@ -10,7 +10,10 @@ from campaigns.models import Creature, Encounter
 
 
 def active_encounter(ctx: ToolContext) -> Encounter:
-    encounter = Encounter.objects.filter(campaign_id=ctx.campaign.pk, active=True).first()
+    encounter = ctx.once(
+        "encounter",
+        lambda: Encounter.objects.filter(campaign_id=ctx.campaign.pk, active=True).first(),
+    )
     if encounter is None:
         raise ToolError("There is no active combat.")
     return encounter

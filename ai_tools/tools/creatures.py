@@ -224,14 +224,21 @@ class GiveItem(WriteTool):
     def authorize(self, ctx: ToolContext, data: dict[str, Any]) -> None:
         ctx.require_manage(ctx.creature(data["creature_id"]), "inventory")
 
-    def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
+    @staticmethod
+    def _item(ctx: ToolContext, data: dict[str, Any]) -> InventoryItem | None:
         creature = ctx.creature(data["creature_id"])
-        item = InventoryItem.objects.filter(creature=creature, name=data["item"]).first()
+        return ctx.once(
+            "item",
+            lambda: InventoryItem.objects.filter(creature=creature, name=data["item"]).first(),
+        )
+
+    def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
+        item = self._item(ctx, data)
         return [entities.key("item", item.pk)] if item else []
 
     def apply(self, ctx: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
         creature = ctx.creature(data["creature_id"])
-        item = InventoryItem.objects.filter(creature=creature, name=data["item"]).first()
+        item = self._item(ctx, data)
         have = item.quantity if item else 0
         total = have + data["quantity"]
         if total < 0:

@@ -34,7 +34,10 @@ class ConsumeResource(WriteTool):
 
     def _resource(self, ctx: ToolContext, data: dict[str, Any]) -> Resource:
         creature = ctx.creature(data["creature_id"])
-        resource = Resource.objects.filter(creature=creature, name=data["resource"]).first()
+        resource = ctx.once(
+            "resource",
+            lambda: Resource.objects.filter(creature=creature, name=data["resource"]).first(),
+        )
         if resource is None:
             raise ToolError(f"{creature.name} has no resource named {data['resource']!r}.")
         return resource
@@ -95,7 +98,7 @@ class Rest(WriteTool):
         if "creature_ids" in data:
             return [ctx.creature(cid) for cid in data["creature_ids"]]
         pcs = Creature.objects.filter(campaign_id=ctx.campaign.pk, kind=Creature.Kind.PC)
-        return [c for c in pcs.order_by("pk") if ctx.may_manage(c)]
+        return ctx.once("party", lambda: [c for c in pcs.order_by("pk") if ctx.may_manage(c)])
 
     @staticmethod
     def _recharges(kind: str) -> list[str]:
@@ -103,10 +106,18 @@ class Rest(WriteTool):
             return [Resource.Recharge.SHORT_REST]
         return [Resource.Recharge.SHORT_REST, Resource.Recharge.LONG_REST]
 
-    def _resources(self, ctx: ToolContext, data: dict[str, Any], creatures: list[Creature]):
-        return Resource.objects.filter(
-            creature__in=creatures, recharge__in=self._recharges(data["kind"])
-        ).order_by("pk")
+    def _resources(
+        self, ctx: ToolContext, data: dict[str, Any], creatures: list[Creature]
+    ) -> list[Resource]:
+        recharges = self._recharges(data["kind"])
+        return ctx.once(
+            "resources",
+            lambda: list(
+                Resource.objects.filter(creature__in=creatures, recharge__in=recharges).order_by(
+                    "pk"
+                )
+            ),
+        )
 
     def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
         creatures = self._creatures(ctx, data)

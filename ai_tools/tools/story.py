@@ -53,7 +53,10 @@ class EndAdventure(WriteTool):
 
     @staticmethod
     def _episode(ctx: ToolContext) -> Episode | None:
-        return Episode.objects.filter(campaign_id=ctx.campaign.pk, active=True).first()
+        return ctx.once(
+            "episode",
+            lambda: Episode.objects.filter(campaign_id=ctx.campaign.pk, active=True).first(),
+        )
 
     def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
         episode = self._episode(ctx)
@@ -196,7 +199,10 @@ class WriteMemory(WriteTool):
     def _existing(ctx: ToolContext, data: dict[str, Any]) -> GMMemory | None:
         if "key" not in data:
             return None
-        return GMMemory.objects.filter(campaign_id=ctx.campaign.pk, key=data["key"]).first()
+        return ctx.once(
+            "memory",
+            lambda: GMMemory.objects.filter(campaign_id=ctx.campaign.pk, key=data["key"]).first(),
+        )
 
     def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
         memory = self._existing(ctx, data)

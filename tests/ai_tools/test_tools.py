@@ -3,11 +3,14 @@
 import json
 
 import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 
 from ai_tools import registry
+from ai_tools.base import ToolContext
 from audit.models import ToolInvocation
 from audit.services import invocation_dispatch, invocation_revert
-from campaigns.models import Creature
+from campaigns.models import Campaign, Creature
 from campaigns.selectors import campaign_state
 from tests.ai_tools.contract import assert_write_set_kept, record_apply_changes
 from tests.ai_tools.examples import example_cases, example_input
@@ -284,3 +287,22 @@ def test_advance_chapter_walks_the_chapters_in_order_and_stops_at_the_last(world
         )
         titles.append(row.result.get("title") if row.status == "committed" else row.error)
     assert titles == ["Depths", "End", "There is no next chapter."]
+
+
+@pytest.mark.parametrize("tool_name,index", example_cases())
+def test_apply_looks_up_no_target_that_write_set_already_resolved(world, tool_name, index):
+    """Each call's targets are resolved once (`ToolContext.creature` / `once`): whatever
+    `authorize` and `write_set` read, `apply` reuses instead of querying again."""
+    tool = registry.write_tool(tool_name)
+    data = example_input(world, tool, index)
+    ctx = ToolContext(campaign=Campaign.objects.get(pk=world.campaign.pk), actor=world.owner)
+    with transaction.atomic():
+        with CaptureQueriesContext(connection) as resolving:
+            tool.authorize(ctx, data)
+            tool.write_set(ctx, data)
+        with CaptureQueriesContext(connection) as applying:
+            tool.apply(ctx, data)
+        transaction.set_rollback(True)
+    resolved = {q["sql"] for q in resolving.captured_queries if q["sql"].startswith("SELECT")}
+    again = [q["sql"] for q in applying.captured_queries if q["sql"] in resolved]
+    assert not again, f"{tool_name} looked up again in apply: {again}"
