@@ -71,3 +71,21 @@ def play_turn(world: World, actor: Any = None, moves: int = 1) -> PlayedTurn:
 @pytest.fixture
 def played(world: World) -> PlayedTurn:
     return play_turn(world)
+
+
+def assert_undone_exactly_once(
+    bodies: list[dict[str, Any]], world: World, played: PlayedTurn, state_before: str
+) -> None:
+    """Concurrent undos of one turn: one answer reverted every call, the others skipped them all
+    as already reverted, the rows carry one revert, and the world is as before the turn."""
+    winners = [b for b in bodies if b["reverted"]]
+    assert len(winners) == 1, bodies
+    assert sorted(winners[0]["reverted"]) == sorted(str(r.pk) for r in played.rows)
+    for body in bodies:
+        if body is not winners[0]:
+            assert body["reverted"] == []
+            assert {s["skip_reason"] for s in body["skipped"]} == {"already_reverted"}
+    rows = ToolInvocation.objects.filter(turn=played.turn)
+    assert {r.status for r in rows} == {"reverted"}
+    assert len({(r.reverted_by_id, r.revert_reason) for r in rows}) == 1
+    assert dump(world.campaign) == state_before

@@ -4,7 +4,7 @@ included): a table's worth of clicks at once never answers 5xx and never reverts
 from functools import partial
 
 from audit.models import ToolInvocation
-from tests.api.conftest import dump, play_turn
+from tests.api.conftest import assert_undone_exactly_once, dump, play_turn
 from tests.conftest import World, all_at_once
 from tests.servers import api_token, http
 
@@ -26,17 +26,7 @@ def test_twelve_concurrent_undos_of_one_turn_revert_it_once(live_world: World, a
 
     assert [a[0] for a in answers] == [200] * UNDOS, answers
     bodies = [body for _, _, body in answers]
-    winners = [b for b in bodies if b["reverted"]]
-    assert len(winners) == 1, bodies
-    assert sorted(winners[0]["reverted"]) == sorted(str(r.pk) for r in played.rows)
-    for body in bodies:
-        if body is not winners[0]:
-            assert body["reverted"] == []
-            assert {s["skip_reason"] for s in body["skipped"]} == {"already_reverted"}
-    rows = ToolInvocation.objects.filter(turn=played.turn)
-    assert {r.status for r in rows} == {"reverted"}
-    assert len({(r.reverted_by_id, r.revert_reason) for r in rows}) == 1
-    assert dump(world.campaign) == state_before
+    assert_undone_exactly_once(bodies, world, played, state_before)
 
 
 CALLS = 8
