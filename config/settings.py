@@ -63,6 +63,8 @@ INSTALLED_APPS = [
     "channels",
     "guardian",
     "axes",
+    "django_tasks",
+    "django_tasks_db",
     "campaigns",
     "ai_tools",
     "audit",
@@ -307,6 +309,11 @@ ANTHROPIC_MAX_RETRIES = int(os.environ.get("ANTHROPIC_MAX_RETRIES", "2"))
 ANTHROPIC_TIMEOUT = float(os.environ.get("ANTHROPIC_TIMEOUT", "60"))
 # A turn still `running` this long after it began belongs to a process that died: it is failed.
 GM_TURN_TIMEOUT = int(os.environ.get("GM_TURN_TIMEOUT", "1800"))
+
+# Background work (SPEC §2): GM turns run in worker processes (`manage.py db_worker`, the
+# Procfile's `worker:`), which claim jobs from this database; any number of them, on any number
+# of machines, against one PostgreSQL.
+TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
 
 LOGGING = {
     "version": 1,
