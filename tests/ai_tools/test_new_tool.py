@@ -13,6 +13,7 @@ import ai_tools.tools
 from ai_tools import registry
 from ai_tools.checks import check_write_tools
 from gm.claude import tool_specs
+from tests.ai_tools.contract import record_apply_changes
 from tests.ai_tools.examples import example_cases
 from tests.ai_tools.test_tools import (
     assert_apply_keeps_its_write_set,
@@ -89,7 +90,7 @@ def test_the_round_trip_bad_input_and_write_set_tests_run_it(lantern, world, mon
     assert_apply_keeps_its_write_set(world, monkeypatch, "light_lantern", 0)
 
 
-def test_the_property_test_plays_it(lantern, db):
+def test_the_property_test_plays_it(lantern, db, monkeypatch):
     played = set()
 
     @settings(
@@ -100,7 +101,8 @@ def test_the_property_test_plays_it(lantern, db):
     )
     @given(data=st.data())
     def replay(data):
-        rows = play_and_rewind(data, ["light_lantern", "set_scene"])
+        changes = record_apply_changes(monkeypatch)  # and holds it to its write set
+        rows = play_and_rewind(data, ["light_lantern", "set_scene"], changes)
         played.update(row.tool_name for row in rows if row.status == "committed")
 
     replay()
