@@ -143,24 +143,12 @@ class ChatMessageInline(ReadOnlyInline):
     verbose_name_plural = "messages"
 
 
-class TurnInvocationInline(ReadOnlyInline):
+class TurnInvocationInline(display.InvocationColumns, ReadOnlyInline):
     model = ToolInvocation
     fk_name = "turn"
     fields = ("invocation", "tier", "status", "summary", "model", "created_at", "reverted_at")
     ordering = ("-sequence",)
     verbose_name_plural = "tool invocations"
-
-    @admin.display(description="invocation")
-    def invocation(self, row: ToolInvocation) -> SafeString:
-        return display.invocation_link(row)
-
-    @admin.display(description="tier")
-    def tier(self, row: ToolInvocation) -> SafeString:
-        return display.tier_badge(row.tool_tier)
-
-    @admin.display(description="what it did")
-    def summary(self, row: ToolInvocation) -> str:
-        return display.summary(row)
 
 
 @admin.register(Turn)

@@ -1,8 +1,10 @@
 """How the log reads to people: indented JSON, tier badges and the before → after diff."""
 
 import json
+from collections.abc import Callable
 from typing import Any
 
+from django.contrib import admin
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.html import format_html
@@ -93,6 +95,32 @@ def _change_kind(before: dict | None, after: dict | None) -> str:
     if after is None:
         return "deleted"
     return "changed" if before != after else "unchanged"
+
+
+class InvocationColumns:
+    """Columns of a log row that the log's admin and a turn's inline both show."""
+
+    @admin.display(description="invocation")
+    def invocation(self, row: ToolInvocation) -> SafeString:
+        return invocation_link(row)
+
+    @admin.display(description="tier", ordering="tool_tier")
+    def tier(self, row: ToolInvocation) -> SafeString:
+        return tier_badge(row.tool_tier)
+
+    @admin.display(description="what it did")
+    def summary(self, row: ToolInvocation) -> str:
+        return summary(row)
+
+
+def json_column(description: str, value: Callable[[ToolInvocation], Any]) -> Callable:
+    """A read-only admin field showing `value(row)` as indented JSON."""
+
+    @admin.display(description=description)
+    def column(model_admin: Any, row: ToolInvocation) -> SafeString:
+        return pretty_json(value(row))
+
+    return column
 
 
 def render_entity_diff(row: ToolInvocation) -> SafeString:

@@ -1,6 +1,7 @@
 """The invocation log in the admin: browse, filter, read, and revert through the service."""
 
 import uuid
+from operator import attrgetter
 from typing import Any
 
 from django.contrib import admin
@@ -29,7 +30,7 @@ from web.admin.reverting import (
     INVOCATION,
     LogReaderMixin,
     ReadOnlyMixin,
-    RevertForm,
+    ReasonForm,
     RevertPageMixin,
     revert_and_report,
 )
@@ -56,7 +57,9 @@ class InvocationChangeList(ChangeList):
 
 
 @admin.register(ToolInvocation)
-class ToolInvocationAdmin(ReadOnlyMixin, RevertPageMixin, LogReaderMixin, admin.ModelAdmin):
+class ToolInvocationAdmin(
+    display.InvocationColumns, ReadOnlyMixin, RevertPageMixin, LogReaderMixin, admin.ModelAdmin
+):
     reverting = INVOCATION
     list_display = (
         "created_at",
@@ -148,41 +151,18 @@ class ToolInvocationAdmin(ReadOnlyMixin, RevertPageMixin, LogReaderMixin, admin.
         url = reverse("admin:campaigns_turn_change", args=[row.turn_id])
         return format_html('<a href="{}">{}</a>', url, row.turn_id)
 
-    @admin.display(description="tier", ordering="tool_tier")
-    def tier(self, row: ToolInvocation) -> SafeString:
-        return display.tier_badge(row.tool_tier)
-
-    @admin.display(description="summary")
-    def summary(self, row: ToolInvocation) -> str:
-        return display.summary(row)
-
-    @admin.display(description="input")
-    def input_json(self, row: ToolInvocation) -> SafeString:
-        return display.pretty_json(row.input)
-
-    @admin.display(description="result")
-    def result_json(self, row: ToolInvocation) -> SafeString:
-        return display.pretty_json(row.result)
+    input_json = display.json_column("input", attrgetter("input"))
+    result_json = display.json_column("result", attrgetter("result"))
+    snapshot_json = display.json_column("revert snapshot", attrgetter("revert_snapshot"))
+    post_state_json = display.json_column("post-state", attrgetter("post_state"))
+    write_set_json = display.json_column(
+        "write set", lambda row: {"writes": row.write_set, "reads": row.read_set}
+    )
+    broadcast_json = display.json_column("broadcast events", attrgetter("broadcast_events"))
 
     @admin.display(description="before → after")
     def entity_diff(self, row: ToolInvocation) -> SafeString:
         return display.render_entity_diff(row)
-
-    @admin.display(description="revert snapshot")
-    def snapshot_json(self, row: ToolInvocation) -> SafeString:
-        return display.pretty_json(row.revert_snapshot)
-
-    @admin.display(description="post-state")
-    def post_state_json(self, row: ToolInvocation) -> SafeString:
-        return display.pretty_json(row.post_state)
-
-    @admin.display(description="write set")
-    def write_set_json(self, row: ToolInvocation) -> SafeString:
-        return display.pretty_json({"writes": row.write_set, "reads": row.read_set})
-
-    @admin.display(description="broadcast events")
-    def broadcast_json(self, row: ToolInvocation) -> SafeString:
-        return display.pretty_json(row.broadcast_events)
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet, search_term: str
@@ -224,7 +204,7 @@ class ToolInvocationAdmin(ReadOnlyMixin, RevertPageMixin, LogReaderMixin, admin.
                 request, f"Select at most {self.bulk_limit} invocations to revert.", "error"
             )
             return None
-        form = RevertForm(request.POST if "confirm" in request.POST else None)
+        form = ReasonForm(request.POST if "confirm" in request.POST else None)
         if not form.is_valid():
             context = {
                 **self.admin_site.each_context(request),
@@ -234,6 +214,7 @@ class ToolInvocationAdmin(ReadOnlyMixin, RevertPageMixin, LogReaderMixin, admin.
                 "form": form,
                 "media": self.media,
                 "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+                "cancel_url": reverse("admin:audit_toolinvocation_changelist"),
             }
             return TemplateResponse(
                 request, "admin/audit/toolinvocation/revert_selected_confirmation.html", context

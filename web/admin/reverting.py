@@ -47,12 +47,15 @@ class Outcome(Enum):
     DENIED = "denied"
 
 
-class RevertForm(forms.Form):
+class ReasonForm(forms.Form):
     reason = forms.CharField(
         max_length=2000,
         widget=forms.Textarea(attrs={"rows": 3, "cols": 70}),
         help_text="Recorded on every reverted invocation and shown to the table.",
     )
+
+
+class RevertForm(ReasonForm):
     cascade = forms.BooleanField(
         required=False,
         label="Cascade",
