@@ -82,6 +82,8 @@ class Revertible(models.Model):
     reverted_by = user_reference(on_delete=models.SET_NULL)
     revert_reason = models.TextField(blank=True, default="")
 
+    REVERT_FIELDS = ("reverted_at", "reverted_by", "revert_reason")
+
     class Meta:
         abstract = True
 

@@ -168,9 +168,7 @@ class TurnAdmin(ReadOnlyMixin, RevertPageMixin, LogReaderMixin, admin.ModelAdmin
         "actor",
         "status",
         "created_at",
-        "reverted_at",
-        "reverted_by",
-        "revert_reason",
+        *Turn.REVERT_FIELDS,
     )
     readonly_fields = fields
     inlines = (ChatMessageInline, TurnInvocationInline)

@@ -116,7 +116,7 @@ class ToolInvocationAdmin(
                 )
             },
         ),
-        ("Revert", {"fields": ("revertible", "reverted_at", "reverted_by", "revert_reason")}),
+        ("Revert", {"fields": ("revertible", *ToolInvocation.REVERT_FIELDS)}),
         ("Input and result", {"fields": ("input_json", "result_json", "error")}),
         (
             "State",
