@@ -8,7 +8,7 @@ refusals (403) are written to the security log by `recording_denials`.
 from collections.abc import Callable
 from typing import Any
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -56,6 +56,12 @@ class TurnPagination(ResultsPagination):
 
 
 @extend_schema(tags=["campaigns"])
+@extend_schema_view(
+    get=extend_schema(
+        summary="Campaigns where the caller is a member",
+        responses={200: s.CampaignSummarySerializer(many=True), **error_responses()},
+    )
+)
 class CampaignListView(ApiListView):
     """Campaigns the caller plays in, and creating one (the caller becomes its owner,
     holding `revert_any_turn`)."""
@@ -65,13 +71,6 @@ class CampaignListView(ApiListView):
 
     def get_queryset(self):
         return campaign_list_for_member(user=self.request.user)
-
-    @extend_schema(
-        summary="Campaigns where the caller is a member",
-        responses={200: s.CampaignSummarySerializer(many=True), **error_responses()},
-    )
-    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return super().get(request, *args, **kwargs)
 
     @extend_schema(
         summary="Create a campaign; the caller becomes its owner",

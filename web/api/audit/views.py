@@ -8,7 +8,7 @@ body, pass the caller's IP for the security log, and render the outcome.
 from collections.abc import Callable
 from typing import Any
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -76,6 +76,13 @@ class ToolCallView(ApiView):
 
 
 @extend_schema(tags=["invocations"])
+@extend_schema_view(
+    get=extend_schema(
+        summary="The invocation log, newest first",
+        parameters=[s.InvocationFilter],
+        responses={200: s.InvocationSerializer(many=True), **error_responses()},
+    )
+)
 class InvocationListView(ApiListView):
     """The invocation log of a campaign, newest first, filterable by status, tier, tool
     and turn, cursor-paginated so every page costs the same."""
@@ -88,14 +95,6 @@ class InvocationListView(ApiListView):
         filters = s.InvocationFilter(data=self.request.query_params.dict())
         filters.is_valid(raise_exception=True)
         return invocation_list(campaign=campaign, **filters.validated_data)
-
-    @extend_schema(
-        summary="The invocation log, newest first",
-        parameters=[s.InvocationFilter],
-        responses={200: s.InvocationSerializer(many=True), **error_responses()},
-    )
-    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return super().get(request, *args, **kwargs)
 
 
 @extend_schema(tags=["invocations"])
