@@ -183,4 +183,4 @@ class SecurityEvent(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.kind} by {self.user_id}"
+        return f"{self.kind} by {self.user if self.user_id else 'a deleted user'}"

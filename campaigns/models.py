@@ -115,7 +115,7 @@ class Membership(models.Model):
         indexes = [models.Index(fields=["user", "campaign"], name="membership_user_idx")]
 
     def __str__(self) -> str:
-        return f"{self.user_id} in {self.campaign_id} ({self.role})"
+        return f"{self.user} in {self.campaign} ({self.role})"
 
 
 class Creature(models.Model):
@@ -327,7 +327,7 @@ class Turn(Revertible):
         indexes = [models.Index(fields=["campaign", "-created_at"], name="turn_campaign_idx")]
 
     def __str__(self) -> str:
-        return f"Turn {self.pk} by {self.actor_id}"
+        return f"Turn {self.pk} by {self.actor}"
 
 
 class ChatMessage(models.Model):

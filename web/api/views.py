@@ -117,7 +117,7 @@ class OwnerCreateView(ApiView):
     output_serializer: type[serializers.Serializer]
 
     def parent(self, campaign: Campaign, **path: Any) -> Any:
-        """What the service creates under, as its keyword argument: the campaign itself."""
+        """What the new row belongs to, as the service's keyword argument: the campaign."""
         return {"campaign": campaign}
 
     def render(self, row: Any, data: dict[str, Any]) -> Any:
