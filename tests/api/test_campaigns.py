@@ -161,11 +161,13 @@ def test_a_resource_for_a_creature_of_another_campaign_is_404(world, as_owner):
         ("chapters/", {"title": "Coup"}),
         ("dungeons/", {"name": "Vault"}),
         ("members/", {"username": "outsider"}),
+        ("creatures/{hero}/resources/", {"name": "luck", "current": 1, "maximum": 1}),
     ],
 )
 def test_other_set_up_is_for_the_owner_only_even_for_a_co_gm(world, tail, body):
     before = dump(world.campaign)
-    response = client_for(world.cogm).post(campaign_url(world, tail), body, format="json")
+    url = campaign_url(world, tail.format(hero=world.hero.pk))
+    response = client_for(world.cogm).post(url, body, format="json")
     assert response.status_code == 403
     assert SecurityEvent.objects.get().kind == SecurityEvent.Kind.ADMIN_DENIED
     assert dump(world.campaign) == before
