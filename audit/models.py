@@ -7,7 +7,7 @@ from django.conf import settings
 from django.db import models
 
 from ai_tools.base import Tier
-from campaigns.models import Campaign, Turn
+from campaigns.models import Campaign, Revertible, Turn, campaign_key, user_reference
 
 
 class InvocationOrigin(models.TextChoices):
@@ -19,7 +19,7 @@ class InvocationOrigin(models.TextChoices):
     GM = "gm"
 
 
-class ToolInvocation(models.Model):
+class ToolInvocation(Revertible):
     class Status(models.TextChoices):
         PENDING = "pending"
         COMMITTED = "committed"
@@ -30,19 +30,13 @@ class ToolInvocation(models.Model):
         EXPIRED = "expired"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="invocations")
+    campaign = campaign_key("invocations")
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="invocations"
     )
     # Provenance: `user` is the actor whose turn it is; `requested_by` is who made the call when
     # that was someone else (the owner posting into a player's turn, an external agent).
-    requested_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.PROTECT,
-        related_name="+",
-    )
+    requested_by = user_reference(on_delete=models.PROTECT)
     turn = models.ForeignKey(
         Turn, null=True, blank=True, on_delete=models.SET_NULL, related_name="invocations"
     )
@@ -64,18 +58,13 @@ class ToolInvocation(models.Model):
     source = models.CharField(max_length=32, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     committed_at = models.DateTimeField(null=True, blank=True)
-    reverted_at = models.DateTimeField(null=True, blank=True)
-    reverted_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-    )
-    revert_reason = models.TextField(blank=True, default="")
     # Tamper evidence (audit/chain.py): an HMAC over the row as sealed and the previous link's.
     prev_hash = models.CharField(max_length=64, blank=True, default="")
     row_hash = models.CharField(max_length=64, blank=True, default="")
+
+    # The call itself (SPEC §5): which tool, what it was given, how it ended. The API shows
+    # these and the chain seals them (a field added here is sealed from then on).
+    CALL = ("tool_name", "tool_tier", "input", "result", "status", "error", "revertible")
 
     class Meta:
         ordering = ["-sequence"]
@@ -112,7 +101,7 @@ class StatusTransition(models.Model):
     """A status change of a log row (a revert; approvals later), chained after the invocation
     that was last when it happened, so a status flipped in the table alone is detected."""
 
-    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="+")
+    campaign = campaign_key()
     invocation = models.ForeignKey(
         ToolInvocation, on_delete=models.CASCADE, related_name="transitions"
     )
@@ -123,13 +112,7 @@ class StatusTransition(models.Model):
     from_status = models.CharField(max_length=20, choices=ToolInvocation.Status.choices)
     to_status = models.CharField(max_length=20, choices=ToolInvocation.Status.choices)
     # PROTECT: a user deleted from under a chained link would change what the link says.
-    by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.PROTECT,
-        related_name="+",
-    )
+    by = user_reference(on_delete=models.PROTECT)
     reason = models.TextField(blank=True, default="")
     at = models.DateTimeField()
     prev_hash = models.CharField(max_length=64)
@@ -155,7 +138,7 @@ class WriteSetEntry(models.Model):
         WRITE = "w"
         READ = "r"
 
-    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="+")
+    campaign = campaign_key()
     invocation = models.ForeignKey(ToolInvocation, on_delete=models.CASCADE, related_name="entries")
     sequence = models.BigIntegerField()
     root = models.CharField(max_length=120)
@@ -181,13 +164,7 @@ class SecurityEvent(models.Model):
         WEBSOCKET_DENIED = "websocket_denied"
 
     kind = models.CharField(max_length=32, choices=Kind.choices)
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-    )
+    user = user_reference(on_delete=models.SET_NULL)
     campaign = models.ForeignKey(
         Campaign, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -206,4 +183,4 @@ class SecurityEvent(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.kind} by {self.user_id}"
+        return f"{self.kind} by {self.user if self.user_id else 'a deleted user'}"

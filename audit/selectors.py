@@ -4,12 +4,11 @@
 from collections import defaultdict
 from typing import Any
 
-from django.core.exceptions import ValidationError
 from django.db.models import Prefetch, QuerySet
 
 from audit.models import ToolInvocation
 from campaigns.models import Campaign, ChatMessage, Turn
-from core.errors import NotFound
+from core.queries import get_or_not_found
 
 # Columns only revert needs; the API never shows them, so a page of the log does not load them.
 _INTERNAL = ("revert_snapshot", "post_state", "write_set", "read_set", "broadcast_events")
@@ -47,10 +46,7 @@ def invocation_get(*, campaign: Campaign, invocation_id: Any, lock: bool = False
         rows = rows.select_for_update()
     else:
         rows = rows.select_related("user", "requested_by", "reverted_by")
-    try:
-        return rows.get(pk=invocation_id)
-    except (ToolInvocation.DoesNotExist, ValidationError, ValueError, TypeError) as exc:
-        raise NotFound() from exc
+    return get_or_not_found(rows, pk=invocation_id)
 
 
 def turn_list(*, campaign: Campaign) -> QuerySet[Turn]:

@@ -1,6 +1,7 @@
 """The game world. `campaign_id` is on every table and leads its indexes: it is the shard key."""
 
 import uuid
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -17,6 +18,12 @@ APPROVAL_STATUSES = frozenset({"awaiting_approval", "rejected", "expired"})
 def reached_choices(choices: list[tuple[str, str]]) -> list[tuple[str, str]]:
     """A status column's choices without the approval statuses no row reaches yet."""
     return [(value, label) for value, label in choices if value not in APPROVAL_STATUSES]
+
+
+def user_reference(*, on_delete: Any) -> models.ForeignKey:
+    """A person a row names (who reverted it, who asked) without a reverse accessor on the user,
+    and without requiring one: null when nobody, or once the user is gone (SET_NULL)."""
+    return models.ForeignKey(User, null=True, blank=True, on_delete=on_delete, related_name="+")
 
 
 class Campaign(models.Model):
@@ -61,6 +68,26 @@ class Campaign(models.Model):
         return self.name
 
 
+def campaign_key(related_name: str = "+") -> models.ForeignKey:
+    """The campaign a row belongs to: on every table of the world, first in its indexes (the
+    shard key); the row goes when its campaign does."""
+    return models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name=related_name)
+
+
+class Revertible(models.Model):
+    """Who undid it, when and why: a turn undone, a log row reverted. Set once, by the revert
+    services, in the transaction that reverts."""
+
+    reverted_at = models.DateTimeField(null=True, blank=True)
+    reverted_by = user_reference(on_delete=models.SET_NULL)
+    revert_reason = models.TextField(blank=True, default="")
+
+    REVERT_FIELDS = ("reverted_at", "reverted_by", "revert_reason")
+
+    class Meta:
+        abstract = True
+
+
 class CampaignUserObjectPermission(UserObjectPermissionBase):
     """Direct-FK guardian table: object permission checks are index lookups, not generic joins."""
 
@@ -76,7 +103,7 @@ class Membership(models.Model):
         OWNER = "owner"
         PLAYER = "player"
 
-    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="memberships")
+    campaign = campaign_key("memberships")
     user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.PLAYER)
     joined_at = models.DateTimeField(auto_now_add=True)
@@ -88,7 +115,7 @@ class Membership(models.Model):
         indexes = [models.Index(fields=["user", "campaign"], name="membership_user_idx")]
 
     def __str__(self) -> str:
-        return f"{self.user_id} in {self.campaign_id} ({self.role})"
+        return f"{self.user} in {self.campaign} ({self.role})"
 
 
 class Creature(models.Model):
@@ -97,7 +124,7 @@ class Creature(models.Model):
         NPC = "npc"
         MONSTER = "monster"
 
-    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="creatures")
+    campaign = campaign_key("creatures")
     name = models.CharField(max_length=100)
     kind = models.CharField(max_length=16, choices=Kind.choices)
     hp = models.IntegerField()
@@ -137,7 +164,7 @@ class Resource(models.Model):
         LONG_REST = "long_rest"
         NONE = "none"
 
-    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="resources")
+    campaign = campaign_key("resources")
     creature = models.ForeignKey(Creature, on_delete=models.CASCADE, related_name="resources")
     name = models.CharField(max_length=100)
     current = models.IntegerField()
@@ -155,7 +182,7 @@ class Resource(models.Model):
 
 
 class ResourceEvent(models.Model):
-    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="+")
+    campaign = campaign_key()
     resource = models.ForeignKey(Resource, on_delete=models.CASCADE, related_name="events")
     delta = models.IntegerField()
     reason = models.CharField(max_length=200)
@@ -169,7 +196,7 @@ class ResourceEvent(models.Model):
 
 
 class InventoryItem(models.Model):
-    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="+")
+    campaign = campaign_key()
     creature = models.ForeignKey(Creature, on_delete=models.CASCADE, related_name="items")
     name = models.CharField(max_length=100)
     quantity = models.PositiveIntegerField()
@@ -185,7 +212,7 @@ class InventoryItem(models.Model):
 
 
 class Chapter(models.Model):
-    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="chapters")
+    campaign = campaign_key("chapters")
     title = models.CharField(max_length=200)
     position = models.PositiveIntegerField()
 
@@ -198,7 +225,7 @@ class Chapter(models.Model):
 
 
 class Dungeon(models.Model):
-    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="dungeons")
+    campaign = campaign_key("dungeons")
     name = models.CharField(max_length=200)
 
     class Meta:
@@ -209,7 +236,7 @@ class Dungeon(models.Model):
 
 
 class Encounter(models.Model):
-    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="encounters")
+    campaign = campaign_key("encounters")
     active = models.BooleanField(default=True)
     round = models.PositiveIntegerField(default=1)
     turn_index = models.PositiveIntegerField(default=0)
@@ -224,7 +251,7 @@ class Encounter(models.Model):
 
 
 class FogCell(models.Model):
-    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="+")
+    campaign = campaign_key()
     x = models.IntegerField()
     y = models.IntegerField()
 
@@ -238,7 +265,7 @@ class FogCell(models.Model):
 
 
 class GMMemory(models.Model):
-    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="memories")
+    campaign = campaign_key("memories")
     key = models.CharField(max_length=100, blank=True, default="")
     content = models.TextField()
 
@@ -250,7 +277,7 @@ class GMMemory(models.Model):
 
 
 class Achievement(models.Model):
-    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="achievements")
+    campaign = campaign_key("achievements")
     user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="achievements")
     code = models.CharField(max_length=64)
 
@@ -266,7 +293,7 @@ class Achievement(models.Model):
 class Episode(models.Model):
     """The current play session; end_adventure ends it."""
 
-    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="episodes")
+    campaign = campaign_key("episodes")
     number = models.PositiveIntegerField()
     active = models.BooleanField(default=True)
     summary = models.TextField(blank=True, default="")
@@ -281,7 +308,7 @@ class Episode(models.Model):
         return f"Episode {self.number}"
 
 
-class Turn(models.Model):
+class Turn(Revertible):
     """One interaction: a player's message, the GM's reply and the tool calls it made."""
 
     class Status(models.TextChoices):
@@ -291,21 +318,16 @@ class Turn(models.Model):
         COMPLETED = "completed"
         FAILED = "failed"
 
-    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="turns")
+    campaign = campaign_key("turns")
     actor = models.ForeignKey(User, on_delete=models.PROTECT, related_name="turns")
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.OPEN)
     created_at = models.DateTimeField(auto_now_add=True)
-    reverted_at = models.DateTimeField(null=True, blank=True)
-    reverted_by = models.ForeignKey(
-        User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    revert_reason = models.TextField(blank=True, default="")
 
     class Meta:
         indexes = [models.Index(fields=["campaign", "-created_at"], name="turn_campaign_idx")]
 
     def __str__(self) -> str:
-        return f"Turn {self.pk} by {self.actor_id}"
+        return f"Turn {self.pk} by {self.actor}"
 
 
 class ChatMessage(models.Model):
@@ -319,7 +341,7 @@ class ChatMessage(models.Model):
         AI_TOOL_EXECUTION = "ai_tool_execution"
         SYSTEM = "system"
 
-    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="messages")
+    campaign = campaign_key("messages")
     turn = models.ForeignKey(
         Turn, null=True, blank=True, on_delete=models.CASCADE, related_name="messages"
     )

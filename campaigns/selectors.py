@@ -1,10 +1,9 @@
 """Reads of the game world."""
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.db.models import QuerySet
 
@@ -26,6 +25,7 @@ from campaigns.models import (
     Turn,
 )
 from core.errors import NotFound
+from core.queries import get_or_not_found
 
 
 def _iso(value: Any) -> str | None:
@@ -137,10 +137,7 @@ def _campaign_get(*, lock: bool, **filters: Any) -> Campaign:
     queryset = Campaign.objects.select_related("owner")
     if lock:  # the campaign row only, not the joined owner or membership
         queryset = queryset.select_for_update(of=("self",))
-    try:
-        return queryset.get(**filters)
-    except (Campaign.DoesNotExist, ValidationError, ValueError, TypeError) as exc:
-        raise NotFound() from exc
+    return get_or_not_found(queryset, **filters)
 
 
 def campaign_get_for_member(*, campaign_id: Any, user: Any, lock: bool = False) -> Campaign:
@@ -201,10 +198,12 @@ def turn_get(*, campaign: Campaign, turn_id: Any, lock: bool = False) -> Turn:
     turns = Turn.objects.filter(campaign=campaign)
     if lock:
         turns = turns.select_for_update()
-    try:
-        return turns.get(pk=turn_id)
-    except (Turn.DoesNotExist, ValidationError, ValueError, TypeError) as exc:
-        raise NotFound() from exc
+    return get_or_not_found(turns, pk=turn_id)
+
+
+def creature_get(*, campaign: Campaign, creature_id: Any) -> Creature:
+    """A creature of this campaign; one of another campaign, or a malformed id, is NotFound."""
+    return get_or_not_found(Creature.objects.filter(campaign=campaign), pk=creature_id)
 
 
 def is_member(*, campaign: Campaign, user: Any) -> bool:
@@ -213,4 +212,12 @@ def is_member(*, campaign: Campaign, user: Any) -> bool:
 
 def creature_names(*, campaign: Campaign) -> dict[int, str]:
     """Each creature's name by id, to put names where logged calls carry ids."""
-    return dict(campaign.creatures.values_list("pk", "name"))
+    return creature_names_in(campaign_ids=[campaign.pk])
+
+
+def creature_names_in(*, campaign_ids: Iterable[Any]) -> dict[int, str]:
+    """The same for the creatures of several campaigns, in one query (a creature's id is
+    unique across campaigns): an admin page lists calls of many."""
+    return dict(
+        Creature.objects.filter(campaign_id__in=list(campaign_ids)).values_list("pk", "name")
+    )

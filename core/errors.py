@@ -1,4 +1,8 @@
-"""Application errors. The API maps each subclass to one HTTP status; services raise them."""
+"""Application errors. The API maps each subclass to one HTTP status; services raise them.
+
+A subclass states its status and default message in its class line:
+`class Gone(AppError, status=410, detail="It is gone."): ...`.
+"""
 
 from typing import Any
 
@@ -7,40 +11,35 @@ class AppError(Exception):
     status_code = 400
     default_detail = "Request failed."
 
+    def __init_subclass__(cls, *, status: int, detail: str, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.status_code, cls.default_detail = status, detail
+
     def __init__(self, detail: str | None = None, **extra: Any) -> None:
         self.detail = detail or self.default_detail
         self.extra = extra
         super().__init__(self.detail)
 
 
-class NotFound(AppError):
+class NotFound(AppError, status=404, detail="Not found."):
     """Also raised for things the caller may not know exist: never reveal them with a 403."""
 
-    status_code = 404
-    default_detail = "Not found."
+
+class Forbidden(AppError, status=403, detail="You do not have permission to perform this action."):
+    """A member without the right; `extra` carries what the security log records."""
 
 
-class Forbidden(AppError):
-    status_code = 403
-    default_detail = "You do not have permission to perform this action."
-
-
-class Conflict(AppError):
-    status_code = 409
-    default_detail = "Conflict."
+class Conflict(AppError, status=409, detail="Conflict."):
+    """Later work is in the way; `conflicts` names it (the invocations' ids)."""
 
     def __init__(self, detail: str | None = None, *, conflicts: list[str] | None = None) -> None:
         super().__init__(detail, conflicts=conflicts or [])
         self.conflicts = conflicts or []
 
 
-class InvalidInput(AppError):
-    status_code = 422
-    default_detail = "Invalid input."
+class InvalidInput(AppError, status=422, detail="Invalid input."):
+    """Input the schema let through but the world refuses (hp above max_hp, a stranger's PC)."""
 
 
-class AuditLogFailure(AppError):
+class AuditLogFailure(AppError, status=503, detail="Internal audit-log failure. Please retry."):
     """The write-ahead log could not be written, so nothing ran (fail-closed)."""
-
-    status_code = 503
-    default_detail = "Internal audit-log failure. Please retry."

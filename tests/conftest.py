@@ -1,5 +1,6 @@
 """Shared fixtures: people with every role, a small world, and captured broadcasts."""
 
+import json
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -10,9 +11,13 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import Permission, User
 from django.db import connection, connections, transaction
+from django.test import Client
 
+from audit.models import SecurityEvent, ToolInvocation
+from audit.services import invocation_dispatch
 from campaigns import realtime
 from campaigns.models import Campaign, Chapter, Creature, Dungeon, Resource
+from campaigns.selectors import campaign_state
 from campaigns.services import (
     campaign_create,
     chapter_create,
@@ -136,20 +141,13 @@ def build_world(prefix: str = "") -> World:
     )
     orc = creature_create(campaign=campaign, name="Orc", kind="monster", hp=15, max_hp=15)
     for creature in (hero, ally):
-        resource_create(
-            creature=creature,
-            name="spell_slot",
-            current=1,
-            maximum=3,
-            recharge=Resource.Recharge.LONG_REST,
-        )
-        resource_create(
-            creature=creature,
-            name="ki",
-            current=0,
-            maximum=2,
-            recharge=Resource.Recharge.SHORT_REST,
-        )
+        for name, current, maximum, recharge in (
+            ("spell_slot", 1, 3, Resource.Recharge.LONG_REST),
+            ("ki", 0, 2, Resource.Recharge.SHORT_REST),
+        ):
+            resource_create(
+                creature=creature, name=name, current=current, maximum=maximum, recharge=recharge
+            )
     chapters = [chapter_create(campaign=campaign, title=t) for t in ("Arrival", "Depths", "End")]
     dungeon = dungeon_create(campaign=campaign, name="Flooded Crypt")
     elsewhere = campaign_create(owner=outsider, name="Elsewhere")
@@ -170,6 +168,38 @@ def build_world(prefix: str = "") -> World:
         dungeon,
         foreign,
     )
+
+
+def dump(campaign: Campaign) -> str:
+    """The canonical dump as one string: equal strings are the same world, byte for byte."""
+    return json.dumps(campaign_state(campaign), sort_keys=True)
+
+
+def call(world: World, tool_name: str, data: Any, **extra: Any) -> ToolInvocation:
+    """A tool call through the audited dispatch in the world's campaign, by the owner unless
+    `actor` says otherwise; `extra` goes to the dispatch (turn, model, source, ...)."""
+    extra.setdefault("actor", world.owner)
+    return invocation_dispatch(campaign=world.campaign, tool_name=tool_name, input=data, **extra)
+
+
+def commit(world: World, tool_name: str, data: Any, **extra: Any) -> ToolInvocation:
+    """A `call` that must commit."""
+    row = call(world, tool_name, data, **extra)
+    assert row.status == ToolInvocation.Status.COMMITTED, row.error
+    return row
+
+
+def signed_in(user: User) -> Client:
+    """A test client holding `user`'s session, as a browser would after signing in."""
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def recorded_denial() -> tuple[str, Any, Any, str, str | None]:
+    """The one security event there is, as (kind, user, campaign, target, ip)."""
+    event = SecurityEvent.objects.get()
+    return (event.kind, event.user, event.campaign, event.target, event.ip)
 
 
 @pytest.fixture

@@ -1,13 +1,17 @@
 """People's pages: sign-in/up, the campaign list and the campaign page (SPEC §8)."""
 
 from django.contrib.auth import views as auth_views
+from django.templatetags.static import static
 from django.urls import path
+from django.utils.functional import lazy
 from django.views.generic import RedirectView
 
 from web import views
 
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="campaign_list"), name="home"),
+    # Where browsers and feed readers look without a page's <link rel="icon">.
+    path("favicon.ico", RedirectView.as_view(url=lazy(static, str)("favicon.png")), name="favicon"),
     path(
         "accounts/login/",
         auth_views.LoginView.as_view(redirect_authenticated_user=True),

@@ -5,7 +5,7 @@ from typing import Any
 from ai_tools import entities
 from ai_tools.base import Ref, Tier, ToolContext, ToolError, WriteTool
 from ai_tools.registry import register
-from ai_tools.tools.schema import ID, obj
+from ai_tools.tools.schema import CREATURE_IDS, obj
 from campaigns.models import Creature, Encounter
 
 
@@ -36,13 +36,7 @@ class StartCombat(WriteTool):
     )
     schema = obj(
         {
-            "creature_ids": {
-                "type": "array",
-                "items": ID,
-                "minItems": 1,
-                "maxItems": 50,
-                "uniqueItems": True,
-            },
+            "creature_ids": CREATURE_IDS,
             "initiative": {
                 "type": "object",
                 "patternProperties": {

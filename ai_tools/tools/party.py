@@ -5,7 +5,7 @@ from typing import Any
 from ai_tools import entities
 from ai_tools.base import Ref, Tier, ToolContext, ToolError, WriteTool
 from ai_tools.registry import register
-from ai_tools.tools.schema import ID, NAME, obj
+from ai_tools.tools.schema import CREATURE_IDS, ID, NAME, obj
 from campaigns.models import Creature, Resource, ResourceEvent
 
 
@@ -77,13 +77,7 @@ class Rest(WriteTool):
     schema = obj(
         {
             "kind": {"enum": ["short", "long"]},
-            "creature_ids": {
-                "type": "array",
-                "items": ID,
-                "minItems": 1,
-                "maxItems": 50,
-                "uniqueItems": True,
-            },
+            "creature_ids": CREATURE_IDS,
         },
         ("kind",),
     )

@@ -8,6 +8,13 @@ HP: dict[str, Any] = {"type": "integer", "minimum": 0, "maximum": 100_000}
 DELTA: dict[str, Any] = {"type": "integer", "minimum": -100_000, "maximum": 100_000}
 NAME: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": 100}
 TEXT: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": 4000}
+CREATURE_IDS: dict[str, Any] = {  # creatures named for one call: some, each once
+    "type": "array",
+    "items": ID,
+    "minItems": 1,
+    "maxItems": 50,
+    "uniqueItems": True,
+}
 CONDITIONS: dict[str, Any] = {
     "type": "array",
     "items": {"type": "string", "minLength": 1, "maxLength": 40},

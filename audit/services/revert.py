@@ -13,7 +13,7 @@ from audit.chain import transitions_append
 from audit.models import ToolInvocation, WriteSetEntry
 from audit.permissions import authorize_revert, recording_denials
 from audit.selectors import invocation_get
-from campaigns.models import Campaign, ChatMessage, Turn
+from campaigns.models import Campaign, ChatMessage, Revertible, Turn
 from campaigns.realtime import EventSource, broadcast_on_commit, event
 from campaigns.selectors import campaign_get_visible, turn_get
 from core.errors import Conflict, InvalidInput
@@ -325,9 +325,8 @@ def _revert_rows(
     for row in chain:
         _restore(campaign, row, user)
         changes.append((row, row.status))
-        row.status, row.reverted_at = ToolInvocation.Status.REVERTED, now
-        row.reverted_by, row.revert_reason = user, reason
-        row.save(update_fields=["status", "reverted_at", "reverted_by", "revert_reason"])
+        row.status = ToolInvocation.Status.REVERTED
+        _mark_reverted(row, user=user, reason=reason, at=now, also=("status",))
         touched += [k for k in entities.logged_keys(row.write_set) if k not in touched]
     if changes:
         transitions_append(campaign_id=campaign.pk, changes=changes, by=user, reason=reason, at=now)
@@ -349,9 +348,17 @@ def _restore(campaign: Campaign, row: ToolInvocation, user: Any) -> None:
         ) from exc
 
 
+def _mark_reverted(
+    target: Revertible, *, user: Any, reason: str, at: Any, also: tuple[str, ...] = ()
+) -> None:
+    """Record who undid a turn or reverted a row, when and why; `also` names other fields the
+    caller changed on it."""
+    target.reverted_at, target.reverted_by, target.revert_reason = at, user, reason
+    target.save(update_fields=[*also, *Revertible.REVERT_FIELDS])
+
+
 def _mark_turn_reverted(turn: Turn, *, user: Any, reason: str) -> None:
-    turn.reverted_at, turn.reverted_by, turn.revert_reason = timezone.now(), user, reason
-    turn.save(update_fields=["reverted_at", "reverted_by", "revert_reason"])
+    _mark_reverted(turn, user=user, reason=reason, at=timezone.now())
     ChatMessage.objects.filter(turn=turn).update(reverted=True)
 
 

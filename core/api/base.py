@@ -2,9 +2,10 @@
 
 import ipaddress
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import generics, serializers
 from rest_framework.exceptions import NotFound
 from rest_framework.pagination import CursorPagination
@@ -30,6 +31,15 @@ class ApiView(JsonOnly, APIView):
 
 class ApiListView(JsonOnly, generics.ListAPIView):
     """A cursor-paginated list; subclasses name the ordering in their pagination class."""
+
+
+View = TypeVar("View", bound=type[APIView])
+
+
+def with_post_schema(view: View, *, tag: str, **operation: Any) -> View:
+    """Document the POST a view inherits from a shared base: drf-spectacular gives the subclass
+    its own copy of the method to describe, so each route has its own request and responses."""
+    return extend_schema(tags=[tag])(extend_schema_view(post=extend_schema(**operation))(view))
 
 
 # JSON types each field accepts. DRF would coerce "5" to 5 and 5 to "5"; a JSON API that

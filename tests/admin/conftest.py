@@ -8,8 +8,7 @@ from django.test import Client
 from django.urls import reverse
 
 from audit.models import ToolInvocation
-from audit.services import invocation_dispatch
-from tests.conftest import World
+from tests.conftest import World, call, signed_in
 
 CHANGELIST = reverse("admin:audit_toolinvocation_changelist")
 
@@ -17,14 +16,18 @@ CHANGELIST = reverse("admin:audit_toolinvocation_changelist")
 @pytest.fixture
 def staff_client(staff) -> Client:
     """A staff member holding `audit.revert_toolinvocation` and nothing else."""
-    client = Client()
-    client.force_login(staff)
-    return client
+    return signed_in(staff)
 
 
-def call(world: World, tool_name: str, data: dict[str, Any], **extra: Any) -> ToolInvocation:
-    extra.setdefault("actor", world.owner)
-    return invocation_dispatch(campaign=world.campaign, tool_name=tool_name, input=data, **extra)
+@pytest.fixture
+def hit(world: World) -> ToolInvocation:
+    """The GM's hit on the goblin: HP and a condition, revertible."""
+    return call(
+        world,
+        "modify_creature",
+        {"creature_id": world.goblin.pk, "hp_delta": -5, "add_conditions": ["prone"]},
+        model="scripted",
+    )
 
 
 def move(world: World, x: int, y: int = 0, **extra: Any) -> ToolInvocation:

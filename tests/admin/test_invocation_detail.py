@@ -10,16 +10,6 @@ from tests.admin.conftest import CHANGELIST, call, change_url, move, revert_url
 from tests.conftest import make_user
 
 
-@pytest.fixture
-def hit(world):
-    return call(
-        world,
-        "modify_creature",
-        {"creature_id": world.goblin.pk, "hp_delta": -5, "add_conditions": ["prone"]},
-        model="scripted",
-    )
-
-
 def test_detail_renders_input_result_snapshot_and_post_state_as_indented_json(
     staff_client, world, hit
 ):

@@ -1,29 +1,13 @@
 """Reverting one invocation from its detail page: the service, the policy and the broadcast."""
 
-import json
-
 import pytest
 from django.contrib.auth.models import Permission
 from django.test import Client
 
-from audit.models import SecurityEvent, ToolInvocation
+from audit.models import ToolInvocation
 from campaigns.models import Creature
-from campaigns.selectors import campaign_state
 from tests.admin.conftest import call, change_url, messages_of, move, revert_url
-from tests.conftest import make_user
-
-
-def dump(campaign):
-    return json.dumps(campaign_state(campaign), sort_keys=True)
-
-
-@pytest.fixture
-def hit(world):
-    return call(
-        world,
-        "modify_creature",
-        {"creature_id": world.goblin.pk, "hp_delta": -5, "add_conditions": ["prone"]},
-    )
+from tests.conftest import dump, make_user, recorded_denial
 
 
 def test_confirmation_page_shows_the_plan_and_asks_for_a_reason(staff_client, world, hit):
@@ -137,8 +121,7 @@ def test_a_member_without_the_right_is_refused_and_it_is_recorded(client, world,
     response = client.post(revert_url(hit), {"reason": "mine now"}, REMOTE_ADDR="10.0.0.7")
     assert messages_of(response)[0][0] == "error"
     assert ToolInvocation.objects.get(pk=hit.pk).status == "committed"
-    event = SecurityEvent.objects.get()
-    assert (event.kind, event.user, event.campaign, event.target, event.ip) == (
+    assert recorded_denial() == (
         "revert_denied",
         world.other,
         world.campaign,

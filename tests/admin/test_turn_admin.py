@@ -1,14 +1,12 @@
 """Turns in the admin: their messages and tool calls, and "Undo turn" through `turn_undo`."""
 
-import json
-
 import pytest
 from django.urls import reverse
 
 from audit.models import ToolInvocation
 from campaigns.models import ChatMessage, Turn
-from campaigns.selectors import campaign_state
 from tests.admin.conftest import call, change_url, messages_of, move
+from tests.conftest import dump
 
 
 def turn_url(turn):
@@ -17,10 +15,6 @@ def turn_url(turn):
 
 def undo_url(turn):
     return reverse("admin:campaigns_turn_undo", args=[turn.pk])
-
-
-def dump(campaign):
-    return json.dumps(campaign_state(campaign), sort_keys=True)
 
 
 @pytest.fixture
@@ -81,7 +75,7 @@ def test_undo_turn_restores_state_marks_the_turn_and_tells_the_table(
     ]
     assert events[0]["data"]["invocations"] == [str(step.pk), str(hit.pk)]
     assert messages_of(response) == [
-        ("success", f"Turn {turn.pk} undone: 2 invocation(s) reverted."),
+        ("success", f"Turn {turn.pk} by player undone: 2 invocation(s) reverted."),
         (
             "info",
             f'<a href="{change_url(failed)}">#3 consume_resource</a>: skipped, it never '

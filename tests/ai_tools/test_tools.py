@@ -1,7 +1,5 @@
 """Every write tool: apply then revert restores the world exactly; bad input changes nothing."""
 
-import json
-
 import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
@@ -9,11 +7,11 @@ from django.test.utils import CaptureQueriesContext
 from ai_tools import registry
 from ai_tools.base import ToolContext
 from audit.models import ToolInvocation
-from audit.services import invocation_dispatch, invocation_revert
+from audit.services import invocation_revert
 from campaigns.models import Campaign, Creature
-from campaigns.selectors import campaign_state
 from tests.ai_tools.contract import assert_write_set_kept, record_apply_changes
 from tests.ai_tools.examples import example_cases, example_input
+from tests.conftest import call, dump
 
 SPEC_TOOLS = {
     "modify_creature",
@@ -35,10 +33,6 @@ SPEC_TOOLS = {
 TOOL_NAMES = [tool.name for tool in registry.write_tools()]
 
 
-def dump(campaign) -> str:
-    return json.dumps(campaign_state(campaign), sort_keys=True)
-
-
 def test_the_fifteen_tools_of_the_spec_are_registered_with_their_tiers():
     assert set(TOOL_NAMES) == SPEC_TOOLS
     tiers = {tool.name: str(tool.tier) for tool in registry.write_tools()}
@@ -55,14 +49,7 @@ def assert_round_trip(world, tool_name: str, index: int) -> None:
     """The example commits, changes the world, and its revert restores it byte for byte."""
     data = example_input(world, registry.write_tool(tool_name), index)
     before = dump(world.campaign)
-    row = invocation_dispatch(
-        campaign=world.campaign,
-        actor=world.owner,
-        tool_name=tool_name,
-        input=data,
-        model="test-model",
-        source="test",
-    )
+    row = call(world, tool_name, data, model="test-model", source="test")
     assert row.status == ToolInvocation.Status.COMMITTED, row.error
     assert row.revertible and row.write_set
     assert dump(world.campaign) != before, "the example should change the world"
@@ -81,9 +68,7 @@ def test_apply_then_revert_restores_state_exactly(world, tool_name, index):
 def assert_apply_keeps_its_write_set(world, monkeypatch, tool_name: str, index: int) -> None:
     data = example_input(world, registry.write_tool(tool_name), index)
     changes = record_apply_changes(monkeypatch)
-    row = invocation_dispatch(
-        campaign=world.campaign, actor=world.owner, tool_name=tool_name, input=data
-    )
+    row = call(world, tool_name, data)
     assert row.status == ToolInvocation.Status.COMMITTED, row.error
     assert len(changes) == 1 and changes[0], "apply should have run once and changed the world"
     assert_write_set_kept(row, changes)
@@ -119,9 +104,7 @@ def assert_bad_inputs_refused(world, tool_name: str) -> None:
     for label, data in _bad_inputs(world, tool_name, good):
         before = dump(world.campaign)
         foreign_before = dump(world.foreign.campaign)
-        row = invocation_dispatch(
-            campaign=world.campaign, actor=world.owner, tool_name=tool_name, input=data
-        )
+        row = call(world, tool_name, data)
         assert row.status == ToolInvocation.Status.FAILED, label
         assert row.error, label
         assert dump(world.campaign) == before, label
@@ -134,23 +117,13 @@ def test_bad_input_leaves_a_failed_row_and_no_change(world, tool_name):
 
 
 def test_foreign_creature_error_names_the_id_and_never_writes_elsewhere(world):
-    row = invocation_dispatch(
-        campaign=world.campaign,
-        actor=world.owner,
-        tool_name="modify_creature",
-        input={"creature_id": world.foreign.pk, "hp_delta": -3},
-    )
+    row = call(world, "modify_creature", {"creature_id": world.foreign.pk, "hp_delta": -3})
     assert row.error == f"No creature with id {world.foreign.pk} in this campaign."
     assert Creature.objects.get(pk=world.foreign.pk).hp == 5
 
 
 def test_validation_error_says_what_is_wrong(world):
-    row = invocation_dispatch(
-        campaign=world.campaign,
-        actor=world.owner,
-        tool_name="move_token",
-        input={"creature_id": world.hero.pk, "x": "far", "y": 1},
-    )
+    row = call(world, "move_token", {"creature_id": world.hero.pk, "x": "far", "y": 1})
     assert row.error == "Invalid input: input['x']: 'far' is not of type 'integer'"
 
 
@@ -167,20 +140,18 @@ def test_validation_error_says_what_is_wrong(world):
 )
 def test_player_may_not_touch_another_players_character(world, tool_name, data):
     before = dump(world.campaign)
-    row = invocation_dispatch(
-        campaign=world.campaign, actor=world.player, tool_name=tool_name, input=data(world)
-    )
+    row = call(world, tool_name, data(world), actor=world.player)
     assert row.status == ToolInvocation.Status.FAILED
     assert "another player's character" in row.error
     assert dump(world.campaign) == before
 
 
 def test_player_may_manage_their_own_character(world):
-    row = invocation_dispatch(
-        campaign=world.campaign,
+    row = call(
+        world,
+        "consume_resource",
+        {"creature_id": world.hero.pk, "resource": "spell_slot", "amount": 1},
         actor=world.player,
-        tool_name="consume_resource",
-        input={"creature_id": world.hero.pk, "resource": "spell_slot", "amount": 1},
     )
     assert row.status == ToolInvocation.Status.COMMITTED
     assert row.result == {"resource": "spell_slot", "current": 0, "maximum": 3}
@@ -191,80 +162,42 @@ def test_rest_without_ids_rests_only_the_players_own_characters(world):
     world.hero.save()
     world.ally.hp = 3
     world.ally.save()
-    invocation_dispatch(
-        campaign=world.campaign, actor=world.player, tool_name="rest", input={"kind": "long"}
-    )
+    call(world, "rest", {"kind": "long"}, actor=world.player)
     world.hero.refresh_from_db()
     world.ally.refresh_from_db()
     assert (world.hero.hp, world.ally.hp) == (24, 3)
 
 
 def test_damage_is_absorbed_by_temp_hp_and_clamped_at_zero(world):
-    invocation_dispatch(
-        campaign=world.campaign,
-        actor=world.owner,
-        tool_name="modify_creature",
-        input={"creature_id": world.hero.pk, "temp_hp": 5},
-    )
-    invocation_dispatch(
-        campaign=world.campaign,
-        actor=world.owner,
-        tool_name="modify_creature",
-        input={"creature_id": world.hero.pk, "hp_delta": -8},
-    )
+    call(world, "modify_creature", {"creature_id": world.hero.pk, "temp_hp": 5})
+    call(world, "modify_creature", {"creature_id": world.hero.pk, "hp_delta": -8})
     world.hero.refresh_from_db()
     assert (world.hero.hp, world.hero.temp_hp) == (17, 0)
-    invocation_dispatch(
-        campaign=world.campaign,
-        actor=world.owner,
-        tool_name="modify_creature",
-        input={"creature_id": world.hero.pk, "hp_delta": -500},
-    )
+    call(world, "modify_creature", {"creature_id": world.hero.pk, "hp_delta": -500})
     world.hero.refresh_from_db()
     assert world.hero.hp == 0
 
 
 def test_consuming_more_than_left_is_refused(world):
-    row = invocation_dispatch(
-        campaign=world.campaign,
-        actor=world.owner,
-        tool_name="consume_resource",
-        input={"creature_id": world.hero.pk, "resource": "spell_slot", "amount": 2},
+    row = call(
+        world,
+        "consume_resource",
+        {"creature_id": world.hero.pk, "resource": "spell_slot", "amount": 2},
     )
     assert row.error == "Not enough spell_slot: 1 left, 2 needed."
 
 
 def test_advance_turn_wraps_into_the_next_round(world):
-    invocation_dispatch(
-        campaign=world.campaign,
-        actor=world.owner,
-        tool_name="start_combat",
-        input={"creature_ids": [world.hero.pk, world.goblin.pk]},
-    )
-    rows = [
-        invocation_dispatch(
-            campaign=world.campaign, actor=world.owner, tool_name="advance_turn", input={}
-        )
-        for _ in range(2)
-    ]
+    call(world, "start_combat", {"creature_ids": [world.hero.pk, world.goblin.pk]})
+    rows = [call(world, "advance_turn", {}) for _ in range(2)]
     assert rows[0].result["round"] == 1 and rows[1].result["round"] == 2
     assert rows[1].result["turn_index"] == 0
 
 
 def test_giving_away_the_last_item_deletes_it_and_revert_brings_it_back(world):
-    invocation_dispatch(
-        campaign=world.campaign,
-        actor=world.owner,
-        tool_name="give_item",
-        input={"creature_id": world.hero.pk, "item": "torch", "quantity": 1},
-    )
+    call(world, "give_item", {"creature_id": world.hero.pk, "item": "torch", "quantity": 1})
     before = dump(world.campaign)
-    row = invocation_dispatch(
-        campaign=world.campaign,
-        actor=world.owner,
-        tool_name="give_item",
-        input={"creature_id": world.hero.pk, "item": "torch", "quantity": -1},
-    )
+    row = call(world, "give_item", {"creature_id": world.hero.pk, "item": "torch", "quantity": -1})
     assert not world.hero.items.exists()
     invocation_revert(campaign_id=world.campaign.pk, invocation_id=row.pk, user=world.owner)
     assert dump(world.campaign) == before
@@ -272,9 +205,7 @@ def test_giving_away_the_last_item_deletes_it_and_revert_brings_it_back(world):
 
 def test_unknown_tool_is_logged_as_a_failed_row_and_changes_nothing(world):
     before = dump(world.campaign)
-    row = invocation_dispatch(
-        campaign=world.campaign, actor=world.owner, tool_name="delete_world", input={}
-    )
+    row = call(world, "delete_world", {})
     assert (row.status, row.tool_tier, row.error) == ("failed", "", "Unknown tool 'delete_world'.")
     assert dump(world.campaign) == before
 
@@ -282,9 +213,7 @@ def test_unknown_tool_is_logged_as_a_failed_row_and_changes_nothing(world):
 def test_advance_chapter_walks_the_chapters_in_order_and_stops_at_the_last(world):
     titles = []
     for _ in range(3):
-        row = invocation_dispatch(
-            campaign=world.campaign, actor=world.owner, tool_name="advance_chapter", input={}
-        )
+        row = call(world, "advance_chapter", {})
         titles.append(row.result.get("title") if row.status == "committed" else row.error)
     assert titles == ["Depths", "End", "There is no next chapter."]
 

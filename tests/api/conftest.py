@@ -1,6 +1,5 @@
 """Fixtures for the REST API: clients per role, URLs, and a turn with tool calls to revert."""
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,8 +9,7 @@ from rest_framework.test import APIClient
 from audit.models import ToolInvocation
 from audit.services import invocation_dispatch
 from campaigns.models import Turn
-from campaigns.selectors import campaign_state
-from tests.conftest import World
+from tests.conftest import World, dump
 
 
 def client_for(user: Any = None) -> APIClient:
@@ -33,10 +31,6 @@ def as_player(world: World) -> APIClient:
 
 def campaign_url(world: World, tail: str = "") -> str:
     return f"/api/campaigns/{world.campaign.pk}/{tail}"
-
-
-def dump(campaign: Any) -> str:
-    return json.dumps(campaign_state(campaign), sort_keys=True)
 
 
 def log_dump(campaign: Any) -> list[dict[str, Any]]:

@@ -1,13 +1,13 @@
 """`POST …/turns/{tid}/tool-calls/`: an external agent's tool call through the audited dispatch."""
 
 import pytest
-from django.test import Client
 from django.urls import reverse
 
 from audit.models import SecurityEvent, ToolInvocation
 from campaigns.models import Creature
 from campaigns.services import turn_create
 from tests.api.conftest import campaign_url, client_for, dump, play_turn
+from tests.conftest import signed_in
 
 pytestmark = pytest.mark.django_db
 
@@ -195,11 +195,9 @@ def test_a_logged_unknown_tool_breaks_no_reader(world, as_owner, staff):
             "skip_reason": "not_committed",
         }
     ]
-    page = Client()
-    page.force_login(world.owner)
+    page = signed_in(world.owner)
     feed = page.get(f"/campaigns/{world.campaign.pk}/feed/", {"turn": turn.pk})
     assert feed.status_code == 200 and "delete_world" in feed.content.decode()
-    admin = Client()
-    admin.force_login(staff)
+    admin = signed_in(staff)
     detail = admin.get(reverse("admin:audit_toolinvocation_change", args=[body["invocation"]]))
     assert detail.status_code == 200 and "delete_world" in detail.content.decode()

@@ -1,7 +1,5 @@
 """Fault injection: fail-closed on the log, fail-open on the snapshot, atomic on tool errors."""
 
-import json
-
 import pytest
 from django.db import DatabaseError
 
@@ -9,12 +7,8 @@ from ai_tools import registry
 from audit.models import ToolInvocation
 from audit.services import invocation_dispatch, invocation_revert
 from campaigns.models import Creature, ResourceEvent
-from campaigns.selectors import campaign_state
 from core.errors import AuditLogFailure
-
-
-def dump(campaign):
-    return json.dumps(campaign_state(campaign), sort_keys=True)
+from tests.conftest import dump
 
 
 def test_log_insert_failure_refuses_to_run_the_tool(world, monkeypatch):

@@ -6,7 +6,6 @@ pages, or the context of the next GM turn."""
 from typing import Any
 
 import pytest
-from django.test import Client
 from django.urls import reverse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -16,7 +15,6 @@ from ai_tools import registry
 from ai_tools.base import StrictValidator
 from audit.models import ToolInvocation
 from audit.services import (
-    invocation_dispatch,
     invocation_revert,
     invocation_revert_plan,
     turn_undo_plan,
@@ -25,8 +23,7 @@ from campaigns.models import Creature, Turn
 from core.errors import AppError
 from gm import claude
 from gm.context import gm_context
-from tests.audit.test_properties import dump
-from tests.conftest import World, rolled_back
+from tests.conftest import World, call, dump, rolled_back, signed_in
 
 TOOLS = sorted(tool.name for tool in registry.write_tools())
 STATUSES = [choice for choice, _ in ToolInvocation.Status.choices]
@@ -81,9 +78,7 @@ def tool_input(data: st.DataObject, world: World, name: str) -> Any:
 )
 def test_a_float_or_a_bool_for_an_integer_field_is_refused_and_changes_nothing(world, data):
     data = {"creature_id": world.goblin.pk, **data}
-    row = invocation_dispatch(
-        campaign=world.campaign, actor=world.owner, tool_name="modify_creature", input=data
-    )
+    row = call(world, "modify_creature", data)
     assert row.status == "failed" and "is not of type 'integer'" in row.error
     world.goblin.refresh_from_db()
     assert (world.goblin.hp, world.goblin.temp_hp) == (7, 0)
@@ -117,14 +112,12 @@ def test_every_integer_field_of_every_tool_refuses_its_float_twin():
 def render_every_reader(world: World, owner: Any, staff: Any) -> None:
     """Every reader of the log, as the people who use it see it: no exception, no 500."""
     campaign = world.campaign
-    page = Client()
-    page.force_login(world.player)
+    page = signed_in(world.player)
     for url in (f"/campaigns/{campaign.pk}/", f"/campaigns/{campaign.pk}/feed/"):
         assert page.get(url).status_code == 200, url
     api = APIClient()
     api.force_authenticate(owner)
-    admin = Client()
-    admin.force_login(staff)
+    admin = signed_in(staff)
     assert admin.get(reverse("admin:audit_toolinvocation_changelist")).status_code == 200
     for row in ToolInvocation.objects.filter(campaign=campaign):
         invocation_revert_plan(
@@ -147,13 +140,7 @@ def render_every_reader(world: World, owner: Any, staff: Any) -> None:
 def test_an_integer_field_given_a_float_leaves_every_reader_working(world, staff):
     """The reported attack: `hp_delta: -1.0` used to set HP to 6.0 and 500 every page."""
     turn = world.turn(message="I hit it, a little.")
-    invocation_dispatch(
-        campaign=world.campaign,
-        actor=world.owner,
-        tool_name="modify_creature",
-        input={"creature_id": world.goblin.pk, "hp_delta": -1.0},
-        turn=turn,
-    )
+    call(world, "modify_creature", {"creature_id": world.goblin.pk, "hp_delta": -1.0}, turn=turn)
     render_every_reader(world, world.owner, staff)
 
 
@@ -164,13 +151,7 @@ def test_any_json_fed_to_any_tool_leaves_every_reader_working(world, staff, data
         turn = world.turn(actor=world.owner, message="Anything goes.")
         for _ in range(data.draw(st.integers(1, 4), label="calls")):
             name = data.draw(st.sampled_from(TOOLS), label="tool")
-            row = invocation_dispatch(
-                campaign=world.campaign,
-                actor=world.owner,
-                tool_name=name,
-                input=tool_input(data, world, name),
-                turn=turn,
-            )
+            row = call(world, name, tool_input(data, world, name), turn=turn)
             assert row.status in ("committed", "failed")
         render_every_reader(world, world.owner, staff)
 

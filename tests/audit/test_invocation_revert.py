@@ -1,7 +1,5 @@
 """Revert and undo: exact, idempotent, conflict-aware, and told to every client."""
 
-import json
-
 import pytest
 from django.db import transaction
 
@@ -14,24 +12,8 @@ from audit.services import (
     turn_undo_plan,
 )
 from campaigns.models import ChatMessage, Creature
-from campaigns.selectors import campaign_state
 from core.errors import Conflict
-
-
-def dump(campaign):
-    return json.dumps(campaign_state(campaign), sort_keys=True)
-
-
-def call(world, tool_name, data, actor=None, turn=None):
-    row = invocation_dispatch(
-        campaign=world.campaign,
-        actor=actor or world.owner,
-        tool_name=tool_name,
-        input=data,
-        turn=turn,
-    )
-    assert row.status == "committed", row.error
-    return row
+from tests.conftest import commit, dump
 
 
 def revert(world, row, user=None, **kwargs):
@@ -41,7 +23,7 @@ def revert(world, row, user=None, **kwargs):
 
 
 def test_revert_records_who_when_and_why(world):
-    row = call(
+    row = commit(
         world,
         "modify_creature",
         {"creature_id": world.hero.pk, "set_hp": 0, "add_conditions": ["dead"]},
@@ -61,7 +43,7 @@ def test_revert_records_who_when_and_why(world):
 
 
 def test_second_revert_reports_already_reverted(world):
-    row = call(world, "move_token", {"creature_id": world.hero.pk, "x": 7, "y": 7})
+    row = commit(world, "move_token", {"creature_id": world.hero.pk, "x": 7, "y": 7})
     assert revert(world, row).reverted
     again = revert(world, row)
     assert (again.reverted, again.skip_reason) == (False, "already_reverted")
@@ -76,8 +58,8 @@ def test_failed_row_reports_not_committed(world):
 
 
 def test_later_write_to_the_same_entity_is_a_conflict(world):
-    first = call(world, "modify_creature", {"creature_id": world.goblin.pk, "hp_delta": -2})
-    second = call(world, "modify_creature", {"creature_id": world.goblin.pk, "hp_delta": -3})
+    first = commit(world, "modify_creature", {"creature_id": world.goblin.pk, "hp_delta": -2})
+    second = commit(world, "modify_creature", {"creature_id": world.goblin.pk, "hp_delta": -3})
     before = dump(world.campaign)
     with pytest.raises(Conflict) as caught:
         revert(world, first)
@@ -87,8 +69,8 @@ def test_later_write_to_the_same_entity_is_a_conflict(world):
 
 
 def test_independent_facets_do_not_conflict(world):
-    damage = call(world, "modify_creature", {"creature_id": world.goblin.pk, "hp_delta": -2})
-    call(world, "move_token", {"creature_id": world.goblin.pk, "x": 0, "y": 0})
+    damage = commit(world, "modify_creature", {"creature_id": world.goblin.pk, "hp_delta": -2})
+    commit(world, "move_token", {"creature_id": world.goblin.pk, "x": 0, "y": 0})
     assert revert(world, damage).reverted
     goblin = Creature.objects.get(pk=world.goblin.pk)
     assert (goblin.hp, goblin.x) == (7, 0)
@@ -96,10 +78,10 @@ def test_independent_facets_do_not_conflict(world):
 
 def test_cascade_reverts_later_dependents_newest_first(world):
     start = dump(world.campaign)
-    spawn = call(world, "spawn_creature", {"name": "Wolf", "kind": "monster", "hp": 9})
+    spawn = commit(world, "spawn_creature", {"name": "Wolf", "kind": "monster", "hp": 9})
     wolf = spawn.result["creature_id"]
-    hit = call(world, "modify_creature", {"creature_id": wolf, "hp_delta": -4})
-    fight = call(world, "start_combat", {"creature_ids": [wolf, world.hero.pk]})
+    hit = commit(world, "modify_creature", {"creature_id": wolf, "hp_delta": -4})
+    fight = commit(world, "start_combat", {"creature_ids": [wolf, world.hero.pk]})
     with pytest.raises(Conflict) as caught:
         revert(world, spawn)
     assert set(caught.value.conflicts) == {str(hit.pk), str(fight.pk)}
@@ -111,13 +93,13 @@ def test_cascade_reverts_later_dependents_newest_first(world):
 
 
 def test_cascade_refuses_when_a_dependent_belongs_to_someone_the_user_may_not_revert(world):
-    mine = call(
+    mine = commit(
         world,
         "modify_creature",
         {"creature_id": world.goblin.pk, "hp_delta": -1},
         actor=world.player,
     )
-    call(
+    commit(
         world,
         "modify_creature",
         {"creature_id": world.goblin.pk, "hp_delta": -1},
@@ -136,9 +118,11 @@ def test_undo_turn_reverts_all_its_calls_atomically_and_hides_its_messages(
     before = dump(world.campaign)
     turn = world.turn(message="I attack the goblin")
     rows = [
-        call(world, "modify_creature", {"creature_id": world.goblin.pk, "hp_delta": -3}, turn=turn),
-        call(world, "set_scene", {"description": "Blood on the stones"}, turn=turn),
-        call(world, "reveal_fog", {"cells": [[4, 4]]}, turn=turn),
+        commit(
+            world, "modify_creature", {"creature_id": world.goblin.pk, "hp_delta": -3}, turn=turn
+        ),
+        commit(world, "set_scene", {"description": "Blood on the stones"}, turn=turn),
+        commit(world, "reveal_fog", {"cells": [[4, 4]]}, turn=turn),
     ]
     with django_capture_on_commit_callbacks(execute=True):
         outcome = turn_undo(
@@ -160,7 +144,7 @@ def test_undo_turn_reverts_all_its_calls_atomically_and_hides_its_messages(
 def test_undoing_a_turn_twice_reports_each_call_already_reverted(world):
     turn = world.turn()
     rows = [
-        call(world, "move_token", {"creature_id": world.hero.pk, "x": i, "y": i}, turn=turn)
+        commit(world, "move_token", {"creature_id": world.hero.pk, "x": i, "y": i}, turn=turn)
         for i in (2, 3)
     ]
     turn_undo(campaign_id=world.campaign.pk, turn_id=turn.pk, user=world.player)
@@ -173,9 +157,9 @@ def test_undoing_a_turn_twice_reports_each_call_already_reverted(world):
 
 def test_undo_turn_conflicting_with_a_later_turn_changes_nothing(world):
     turn = world.turn()
-    call(world, "modify_creature", {"creature_id": world.goblin.pk, "hp_delta": -1}, turn=turn)
+    commit(world, "modify_creature", {"creature_id": world.goblin.pk, "hp_delta": -1}, turn=turn)
     later_turn = world.turn(actor=world.other)
-    later = call(
+    later = commit(
         world,
         "modify_creature",
         {"creature_id": world.goblin.pk, "hp_delta": -1},
@@ -192,7 +176,7 @@ def test_undo_turn_conflicting_with_a_later_turn_changes_nothing(world):
 
 
 def test_revert_events_carry_the_restored_state(world, events, django_capture_on_commit_callbacks):
-    row = call(world, "set_scene", {"description": "Fog", "location": "Moor"})
+    row = commit(world, "set_scene", {"description": "Fog", "location": "Moor"})
     with django_capture_on_commit_callbacks(execute=True):
         revert(world, row, reason="typo")
     (sent,) = [e for e in events if e["type"] == "invocation_reverted"]
@@ -210,7 +194,7 @@ def test_revert_events_carry_the_restored_state(world, events, django_capture_on
 
 def test_plan_shows_before_after_now_and_changes_nothing(world):
     turn = world.turn()
-    call(
+    commit(
         world,
         "modify_creature",
         {"creature_id": world.hero.pk, "set_hp": 0, "add_conditions": ["dead"]},
@@ -227,8 +211,10 @@ def test_plan_shows_before_after_now_and_changes_nothing(world):
 
 
 def test_plan_lists_conflicts_and_with_cascade_includes_them(world):
-    first = call(world, "give_item", {"creature_id": world.hero.pk, "item": "gem", "quantity": 1})
-    second = call(world, "give_item", {"creature_id": world.hero.pk, "item": "gem", "quantity": 2})
+    first = commit(world, "give_item", {"creature_id": world.hero.pk, "item": "gem", "quantity": 1})
+    second = commit(
+        world, "give_item", {"creature_id": world.hero.pk, "item": "gem", "quantity": 2}
+    )
     plan = invocation_revert_plan(
         campaign_id=world.campaign.pk, invocation_id=first.pk, user=world.owner
     )
@@ -242,7 +228,7 @@ def test_plan_lists_conflicts_and_with_cascade_includes_them(world):
 
 def test_revert_and_undo_refuse_to_run_inside_another_transaction(world):
     turn = world.turn()
-    row = call(world, "move_token", {"creature_id": world.hero.pk, "x": 7, "y": 7}, turn=turn)
+    row = commit(world, "move_token", {"creature_id": world.hero.pk, "x": 7, "y": 7}, turn=turn)
     with pytest.raises(RuntimeError, match="durable"), transaction.atomic():
         revert(world, row)
     with pytest.raises(RuntimeError, match="durable"), transaction.atomic():

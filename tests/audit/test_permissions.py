@@ -8,6 +8,7 @@ from audit.permissions import may_revert
 from audit.services import invocation_dispatch, invocation_revert, turn_undo
 from campaigns.services import membership_add
 from core.errors import Forbidden, NotFound
+from tests.conftest import recorded_denial
 
 
 @pytest.fixture
@@ -57,8 +58,7 @@ def test_other_member_is_forbidden_and_leaves_a_security_event(world, row):
         invocation_revert(
             campaign_id=world.campaign.pk, invocation_id=row.pk, user=world.other, ip="203.0.113.9"
         )
-    event = SecurityEvent.objects.get()
-    assert (event.kind, event.user, event.campaign, event.target, event.ip) == (
+    assert recorded_denial() == (
         "revert_denied",
         world.other,
         world.campaign,

@@ -3,7 +3,6 @@ examples), reverted newest first, restores the world byte for byte; random singl
 succeed or name the later invocations in the way, and never corrupt what a full rewind gets back
 to."""
 
-import json
 from functools import partial
 from typing import Any
 
@@ -15,15 +14,10 @@ from ai_tools.base import Ref, resolve_refs
 from audit.models import ToolInvocation
 from audit.services import invocation_dispatch, invocation_revert
 from campaigns.models import Creature
-from campaigns.selectors import campaign_state
 from core.errors import Conflict
 from tests.ai_tools.contract import assert_write_set_kept, record_apply_changes
 from tests.ai_tools.examples import world_pk
-from tests.conftest import World, build_world, rolled_back
-
-
-def dump(campaign) -> str:
-    return json.dumps(campaign_state(campaign), sort_keys=True)
+from tests.conftest import World, build_world, dump, rolled_back
 
 
 def drawn_pk(data: st.DataObject, world: World, ref: Ref) -> Any:

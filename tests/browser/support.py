@@ -4,7 +4,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from django.db import connections
 from playwright.sync_api import Browser, Page, expect, sync_playwright
@@ -49,6 +49,12 @@ def signed_in_page(browser: Browser, base_url: str, username: str) -> Page:
     page.get_by_role("button", name="Sign in").click()
     expect(page).to_have_url(f"{base_url}/campaigns/")
     return page
+
+
+def open_table(page: Page, campaign_id: Any) -> None:
+    """The campaign page, once its live connection is open."""
+    page.goto(f"/campaigns/{campaign_id}/")
+    expect(page.locator("#live")).to_have_attribute("data-state", "open")
 
 
 def screenshot(page: Page, name: str) -> Path:

@@ -6,7 +6,7 @@ import pytest
 from playwright.sync_api import WebSocket, expect
 
 from campaigns.models import Creature
-from tests.browser.support import chromium, outside_the_browser_loop, signed_in_page
+from tests.browser.support import chromium, open_table, outside_the_browser_loop, signed_in_page
 from tests.conftest import World
 from tests.realtime.conftest import damage_goblin, longest_layer_timeout, redis_only
 
@@ -30,8 +30,7 @@ def test_an_idle_table_stays_connected_and_then_shows_the_next_change(
     with chromium() as browser:
         page = signed_in_page(browser, asgi_server, world.player.username)
         page.on("websocket", watch)
-        page.goto(f"/campaigns/{world.campaign.pk}/")
-        expect(page.locator("#live")).to_have_attribute("data-state", "open")
+        open_table(page, world.campaign.pk)
 
         page.wait_for_timeout(silence_ms)  # the silence under test, not a wait for something
         outside_the_browser_loop(lambda: hit_the_goblin(world))

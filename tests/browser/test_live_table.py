@@ -1,21 +1,16 @@
 """Two players at one live table: a GM hit and its undo reach both browsers."""
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import expect
 
 from audit.models import ToolInvocation
 from campaigns.models import ChatMessage, Creature, Turn
-from tests.browser.support import chromium, screenshot, signed_in_page
+from tests.browser.support import chromium, open_table, screenshot, signed_in_page
 from tests.conftest import World
 
 pytestmark = pytest.mark.browser
 
 ATTACK = "I attack the goblin"
-
-
-def open_table(page: Page, world: World) -> None:
-    page.goto(f"/campaigns/{world.campaign.pk}/")
-    expect(page.locator("#live")).to_have_attribute("data-state", "open")
 
 
 def test_two_players_see_a_gm_hit_and_its_undo_live(live_world: World, asgi_server: str):
@@ -25,7 +20,7 @@ def test_two_players_see_a_gm_hit_and_its_undo_live(live_world: World, asgi_serv
         player = signed_in_page(browser, asgi_server, world.player.username)
         other = signed_in_page(browser, asgi_server, world.other.username)
         for page in (player, other):
-            open_table(page, world)
+            open_table(page, world.campaign.pk)
             expect(page.locator(goblin_hp)).to_have_text("7 / 7")
 
         player.get_by_label("Your message to the table").fill(ATTACK)

@@ -5,7 +5,7 @@ from django.db.models import F
 from playwright.sync_api import WebSocketRoute, expect
 
 from campaigns.models import Campaign, Creature
-from tests.browser.support import chromium, outside_the_browser_loop, signed_in_page
+from tests.browser.support import chromium, open_table, outside_the_browser_loop, signed_in_page
 from tests.conftest import World
 
 pytestmark = pytest.mark.browser
@@ -24,8 +24,7 @@ def test_a_gap_in_seq_refetches_the_state_and_the_feed(live_world: World, asgi_s
         player = signed_in_page(browser, asgi_server, world.player.username)
         other = signed_in_page(browser, asgi_server, world.other.username)
         for page in (player, other):
-            page.goto(f"/campaigns/{world.campaign.pk}/")
-            expect(page.locator("#live")).to_have_attribute("data-state", "open")
+            open_table(page, world.campaign.pk)
             expect(page.locator(f"{goblin} .hp-text")).to_have_text("7 / 7")
 
         outside_the_browser_loop(lambda: lose_an_event(world))
@@ -59,8 +58,7 @@ def test_events_missed_before_the_first_connection_are_caught_up_by_hello(
     with chromium() as browser:
         page = signed_in_page(browser, asgi_server, world.player.username)
         page.route_web_socket("**/ws/campaigns/**", first_attempt_fails)
-        page.goto(f"/campaigns/{world.campaign.pk}/")
-        expect(page.locator("#live")).to_have_attribute("data-state", "open")
+        open_table(page, world.campaign.pk)
         expect(page.locator(f"{goblin} .hp-text")).to_have_text("3 / 7")
         expect(page.locator(f"{goblin} .conditions")).to_have_text("bleeding")
     assert len(attempts) == 2

@@ -1,20 +1,20 @@
 """The undo dialog when undo is not simple: a right revoked meanwhile, later work in the way."""
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import expect
 
 from audit.models import SecurityEvent, ToolInvocation
-from audit.services import invocation_dispatch
 from campaigns.models import Creature, Turn
 from campaigns.services import membership_add, turn_create
 from gm.services import gm_turn_run
 from tests.browser.support import (
     chromium,
+    open_table,
     outside_the_browser_loop,
     screenshot,
     signed_in_page,
 )
-from tests.conftest import World
+from tests.conftest import World, call
 
 pytestmark = pytest.mark.browser
 
@@ -24,9 +24,14 @@ def attack(world: World) -> Turn:
     return gm_turn_run(turn=world.turn(message="I attack the goblin"))
 
 
-def open_table(page: Page, world: World) -> None:
-    page.goto(f"/campaigns/{world.campaign.pk}/")
-    expect(page.locator("#live")).to_have_attribute("data-state", "open")
+def later_hit_mid_turn(world: World) -> Turn:
+    """The other player's later turn, still running (the GM mid-turn), that hit the goblin too:
+    later work in the way of undoing the first."""
+    later = turn_create(campaign=world.campaign, actor=world.other, message="Me too!")
+    hit = {"creature_id": world.goblin.pk, "hp_delta": -1}
+    call(world, "modify_creature", hit, actor=world.other, turn=later)
+    Turn.objects.filter(pk=later.pk).update(status=Turn.Status.RUNNING)
+    return later
 
 
 def test_a_co_gm_whose_right_was_revoked_is_told_plainly(live_world: World, asgi_server: str):
@@ -35,7 +40,7 @@ def test_a_co_gm_whose_right_was_revoked_is_told_plainly(live_world: World, asgi
     hp = Creature.objects.get(pk=world.goblin.pk).hp
     with chromium() as browser:
         cogm = signed_in_page(browser, asgi_server, world.cogm.username)
-        open_table(cogm, world)
+        open_table(cogm, world.campaign.pk)
         undo = cogm.get_by_role("button", name="Undo this turn")
         expect(undo).to_be_visible()
         outside_the_browser_loop(  # the owner takes the right back while the page is open
@@ -57,19 +62,11 @@ def test_later_work_in_the_way_is_listed_and_undone_with_cascade(
 ):
     world = live_world
     first = attack(world)
-    running = turn_create(campaign=world.campaign, actor=world.other, message="Me too!")
-    invocation_dispatch(
-        campaign=world.campaign,
-        actor=world.other,
-        tool_name="modify_creature",
-        input={"creature_id": world.goblin.pk, "hp_delta": -1},
-        turn=running,
-    )
-    Turn.objects.filter(pk=running.pk).update(status=Turn.Status.RUNNING)  # the GM is mid-turn
+    running = later_hit_mid_turn(world)
     goblin_hp = f'[data-creature="{world.goblin.pk}"] .hp-text'
     with chromium() as browser:
         owner = signed_in_page(browser, asgi_server, world.owner.username)
-        open_table(owner, world)
+        open_table(owner, world.campaign.pk)
         owner.get_by_role("button", name="Undo this turn").click()
         dialog = owner.locator("#undo-dialog")
         conflicts = dialog.locator(".undo-conflicts")
@@ -99,18 +96,10 @@ def test_a_player_sees_the_later_calls_in_the_way_named_without_a_security_event
     is a 403 and a security event for merely opening the dialog)."""
     world = live_world
     attack(world)
-    later = turn_create(campaign=world.campaign, actor=world.other, message="Me too!")
-    invocation_dispatch(
-        campaign=world.campaign,
-        actor=world.other,
-        tool_name="modify_creature",
-        input={"creature_id": world.goblin.pk, "hp_delta": -1},
-        turn=later,
-    )
-    Turn.objects.filter(pk=later.pk).update(status=Turn.Status.RUNNING)
+    later_hit_mid_turn(world)
     with chromium() as browser:
         player = signed_in_page(browser, asgi_server, world.player.username)
-        open_table(player, world)
+        open_table(player, world.campaign.pk)
         player.get_by_role("button", name="Undo this turn").click()
         conflicts = player.locator("#undo-dialog .undo-conflicts")
         expect(conflicts).to_contain_text("modify_creature — Goblin: HP -1")

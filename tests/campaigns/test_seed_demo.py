@@ -1,18 +1,24 @@
 """`manage.py seed_demo`: a living table, printed logins that work, and no duplicates."""
 
 import io
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from django.contrib.auth import authenticate
 from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 from django.test import RequestFactory
+from django.urls import reverse
 
-from campaigns.models import Campaign, Creature, InventoryItem, Resource
+from campaigns.models import Campaign, Creature, InventoryItem, Membership, Resource
 from campaigns.selectors import campaign_state
 
 pytestmark = pytest.mark.django_db
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)
@@ -37,7 +43,7 @@ def test_seeds_a_living_table_whose_printed_logins_work():
     output = seed()
 
     logins = re.findall(r"^  (\w+) +(\S+-at-the-keep) ", output, re.MULTILINE)
-    assert [user for user, _ in logins] == ["gm", "alice", "bob", "carol"]
+    assert [user for user, _ in logins] == ["gm", "alice", "bob", "carol", "staff"]
     for username, password in logins:
         assert signs_in(username, password)
     campaign = Campaign.objects.get(name="The Sunken Keep")
@@ -86,3 +92,41 @@ def test_refuses_with_debug_off_unless_forced(settings):
     assert not Campaign.objects.exists()
     seed(force=True)
     assert Campaign.objects.count() == 1
+
+
+def test_the_staff_login_reads_and_reverts_the_log_in_the_admin(client):
+    output = seed()
+    password = re.search(r"^  staff +(\S+) ", output, re.MULTILINE)[1]
+    assert signs_in("staff", password)
+    staff = User.objects.get(username="staff")
+    assert staff.is_staff and not staff.is_superuser
+    assert staff.has_perm("audit.revert_toolinvocation")
+    assert not Membership.objects.filter(user=staff).exists()
+    client.force_login(staff)
+    for page in ("toolinvocation", "securityevent"):
+        assert client.get(reverse(f"admin:audit_{page}_changelist")).status_code == 200
+    turns = client.get(reverse("admin:campaigns_turn_changelist"))
+    assert turns.status_code == 200
+
+
+def test_debug_off_in_the_environment_refuses_without_touching_the_database(tmp_path):
+    """DJANGO_DEBUG=0, as production runs: the command stops before it writes anything (the
+    database named here does not even exist)."""
+    env = {
+        **os.environ,
+        "DJANGO_DEBUG": "0",
+        "DJANGO_SECRET_KEY": "s" * 60,
+        "AUDIT_CHAIN_KEY": "c" * 40,
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'never.sqlite3'}",
+    }
+    done = subprocess.run(
+        [sys.executable, "manage.py", "seed_demo"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    assert "refusing with DEBUG off" in done.stderr
+    assert not (tmp_path / "never.sqlite3").exists()

@@ -3,13 +3,7 @@
 import pytest
 from django.test import Client
 
-from tests.conftest import World
-
-
-def signed_in(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
+from tests.conftest import World, signed_in
 
 
 @pytest.fixture

@@ -6,23 +6,11 @@ import uuid
 
 from django.test import Client
 
-from audit.services import invocation_dispatch, turn_undo
+from audit.services import turn_undo
 from campaigns.models import ChatMessage, Turn
 from campaigns.selectors import campaign_state
 from campaigns.services import message_post, turn_create
-from tests.conftest import World
-
-
-def dispatch(world: World, tool_name: str, data: dict, *, turn=None, actor=None):
-    row = invocation_dispatch(
-        campaign=world.campaign,
-        actor=actor or world.owner,
-        tool_name=tool_name,
-        input=data,
-        turn=turn,
-    )
-    assert row.status == "committed", row.error
-    return row
+from tests.conftest import World, commit
 
 
 def page(client: Client, world: World) -> str:
@@ -65,11 +53,9 @@ def test_non_members_get_404_and_never_learn_the_campaign_exists(world: World, c
 
 
 def test_page_draws_party_and_foes_with_hp_bars_and_conditions(world: World, player_client: Client):
-    dispatch(world, "modify_creature", {"creature_id": world.goblin.pk, "hp_delta": -5})
-    dispatch(
-        world, "modify_creature", {"creature_id": world.goblin.pk, "add_conditions": ["prone"]}
-    )
-    dispatch(
+    commit(world, "modify_creature", {"creature_id": world.goblin.pk, "hp_delta": -5})
+    commit(world, "modify_creature", {"creature_id": world.goblin.pk, "add_conditions": ["prone"]})
+    commit(
         world, "give_item", {"creature_id": world.hero.pk, "item": "healing_potion", "quantity": 2}
     )
     html = page(player_client, world)
@@ -93,7 +79,7 @@ def test_page_draws_party_and_foes_with_hp_bars_and_conditions(world: World, pla
 
 
 def test_a_fallen_character_is_drawn_down_with_its_death_saves(world: World, player_client: Client):
-    dispatch(
+    commit(
         world,
         "modify_creature",
         {"creature_id": world.hero.pk, "set_hp": 0, "death_save": "failure"},
@@ -104,8 +90,8 @@ def test_a_fallen_character_is_drawn_down_with_its_death_saves(world: World, pla
 
 
 def test_page_shows_the_scene_chapter_and_dungeon(world: World, player_client: Client):
-    dispatch(world, "set_scene", {"description": "Water drips in the dark.", "location": "Crypt"})
-    dispatch(world, "activate_dungeon", {"dungeon_id": world.dungeon.pk})
+    commit(world, "set_scene", {"description": "Water drips in the dark.", "location": "Crypt"})
+    commit(world, "activate_dungeon", {"dungeon_id": world.dungeon.pk})
     html = page(player_client, world)
     assert '<p class="scene-text">Water drips in the dark.</p>' in html
     assert '<span class="location">Crypt</span>' in html
@@ -115,7 +101,7 @@ def test_page_shows_the_scene_chapter_and_dungeon(world: World, player_client: C
 
 def test_combat_tracker_shows_round_order_and_who_is_acting(world: World, player_client: Client):
     assert "No fight right now" in page(player_client, world)
-    dispatch(
+    commit(
         world,
         "start_combat",
         {
@@ -123,8 +109,8 @@ def test_combat_tracker_shows_round_order_and_who_is_acting(world: World, player
             "initiative": {str(world.hero.pk): 17, str(world.goblin.pk): 12},
         },
     )
-    dispatch(world, "advance_turn", {})
-    dispatch(world, "modify_creature", {"creature_id": world.hero.pk, "set_hp": 0})
+    commit(world, "advance_turn", {})
+    commit(world, "modify_creature", {"creature_id": world.hero.pk, "set_hp": 0})
     html = page(player_client, world)
     assert "Round <strong>1</strong>" in html
     assert re.search(rf'<li class="down" data-creature="{world.hero.pk}">', html)
@@ -139,7 +125,7 @@ def test_feed_styles_the_gm_apart_from_players_and_the_table(world: World, playe
     message_post(
         turn=turn, author=None, role="system", source="system", content="Lia joined the table."
     )
-    dispatch(world, "modify_creature", {"creature_id": world.goblin.pk, "hp_delta": -3}, turn=turn)
+    commit(world, "modify_creature", {"creature_id": world.goblin.pk, "hp_delta": -3}, turn=turn)
     html = page(player_client, world)
     assert re.search(r'class="msg role-player source-user" data-message="\d+">', html)
     assert re.search(r'class="msg role-gm source-ai_tool_execution ai" data-message="\d+">', html)
@@ -182,7 +168,7 @@ def test_a_running_turn_is_not_offered_for_undo_yet(world: World, player_client:
 
 def test_an_undone_turn_leaves_a_note_instead_of_its_messages(world: World, player_client: Client):
     turn = gm_turn(world, "I attack the goblin", narration="The goblin falls.")
-    dispatch(world, "modify_creature", {"creature_id": world.goblin.pk, "hp_delta": -7}, turn=turn)
+    commit(world, "modify_creature", {"creature_id": world.goblin.pk, "hp_delta": -7}, turn=turn)
     turn_undo(
         campaign_id=world.campaign.pk, turn_id=turn.pk, user=world.player, reason="wrong target"
     )

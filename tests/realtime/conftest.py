@@ -11,11 +11,11 @@ from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django.conf import settings
 from django.db import connections
-from django.test import Client
 from rest_framework.authtoken.models import Token
 
 from audit.services import invocation_dispatch, turn_undo
 from config.asgi import application
+from tests.conftest import signed_in
 
 HOST = (b"host", b"testserver")
 ORIGIN = (b"origin", b"http://testserver")
@@ -50,8 +50,7 @@ async def close_worker_connections() -> AsyncIterator[None]:
 @database_sync_to_async
 def session_cookie(user: Any) -> tuple[bytes, bytes]:
     """The cookie header a signed-in browser sends."""
-    client = Client()
-    client.force_login(user)
+    client = signed_in(user)
     name = settings.SESSION_COOKIE_NAME
     return (b"cookie", f"{name}={client.cookies[name].value}".encode())
 

@@ -57,7 +57,7 @@ class ReadOnlyInline(ReadOnlyMixin, admin.TabularInline):
 class MembershipInline(ReadOnlyInline):
     model = Membership
     fields = ("user", "role", "joined_at")
-    related = ("user",)
+    related = ("user", "campaign")  # both named in each row's title
 
 
 class CreatureInline(ReadOnlyInline):
@@ -95,7 +95,7 @@ class CampaignAdminForm(forms.ModelForm):
 class CampaignAdmin(ReadOnlyMixin, LogReaderMixin, admin.ModelAdmin):
     form = CampaignAdminForm
     changeable = True  # the name and the approval policy only: the rest is in readonly_fields
-    list_display = ("name", "owner", "status", "approval_policy", "created_at")
+    list_display = ("name", "owner", "status", "approval_policy", "created")
     list_select_related = ("owner",)
     list_filter = ("status", "approval_policy")
     search_fields = ("name", "owner__username")
@@ -117,6 +117,10 @@ class CampaignAdmin(ReadOnlyMixin, LogReaderMixin, admin.ModelAdmin):
     )
     readonly_fields = tuple(f for f in fields if f not in ("name", "approval_policy"))
     inlines = (MembershipInline, CreatureInline, ResourceInline, InventoryInline)
+    created = display.time_column("created_at", "created")
+
+    class Media:
+        css = {"all": ["audit/admin.css"]}
 
     @admin.display(description="log")
     def log(self, campaign: Campaign) -> SafeString:
@@ -143,30 +147,25 @@ class ChatMessageInline(ReadOnlyInline):
     verbose_name_plural = "messages"
 
 
-class TurnInvocationInline(ReadOnlyInline):
+class TurnInvocationInline(display.InvocationColumns, ReadOnlyInline):
     model = ToolInvocation
     fk_name = "turn"
     fields = ("invocation", "tier", "status", "summary", "model", "created_at", "reverted_at")
     ordering = ("-sequence",)
     verbose_name_plural = "tool invocations"
+    _names: dict[int, str] | None = None
 
-    @admin.display(description="invocation")
-    def invocation(self, row: ToolInvocation) -> SafeString:
-        return display.invocation_link(row)
-
-    @admin.display(description="tier")
-    def tier(self, row: ToolInvocation) -> SafeString:
-        return display.tier_badge(row.tool_tier)
-
-    @admin.display(description="what it did")
-    def summary(self, row: ToolInvocation) -> str:
-        return display.summary(row)
+    def creature_names(self, row: ToolInvocation) -> dict[int, str]:
+        """Read once: an inline is made anew for each request, and its rows are one turn's."""
+        if self._names is None:
+            self._names = super().creature_names(row)
+        return self._names
 
 
 @admin.register(Turn)
 class TurnAdmin(ReadOnlyMixin, RevertPageMixin, LogReaderMixin, admin.ModelAdmin):
     reverting = TURN
-    list_display = ("id", "created_at", "campaign", "actor", "status", "reverted_at")
+    list_display = ("id", "when", "campaign", "actor", "status", "undone")
     list_select_related = ("campaign", "actor")
     list_filter = (StatusFilter, CampaignFilter, "created_at")
     search_fields = ("campaign__name", "actor__username")
@@ -180,12 +179,12 @@ class TurnAdmin(ReadOnlyMixin, RevertPageMixin, LogReaderMixin, admin.ModelAdmin
         "actor",
         "status",
         "created_at",
-        "reverted_at",
-        "reverted_by",
-        "revert_reason",
+        *Turn.REVERT_FIELDS,
     )
     readonly_fields = fields
     inlines = (ChatMessageInline, TurnInvocationInline)
+    when = display.time_column("created_at", "when")
+    undone = display.time_column("reverted_at", "undone")
 
     class Media:
         css = {"all": ["audit/admin.css"]}

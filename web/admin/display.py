@@ -1,17 +1,23 @@
 """How the log reads to people: indented JSON, tier badges and the before → after diff."""
 
 import json
+from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
+from django.contrib import admin
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
+from django.utils.timezone import localtime
 
 from ai_tools import entities as entity_keys
 from ai_tools import registry
 from ai_tools.base import Tier
 from audit.models import ToolInvocation
+from campaigns.selectors import creature_names_in
+from web.presenters import with_names
 
 TIER_COLOURS = {
     Tier.CRITICAL: "#ba2121",
@@ -40,9 +46,29 @@ def tier_badge(tier: str) -> SafeString:
     )
 
 
-def summary(row: ToolInvocation) -> str:
-    """The tool's one-line description of the call; a tool since removed is named only."""
-    return registry.summary(row.tool_name, row.input)
+def summary(row: ToolInvocation, names: dict[int, str] | None = None) -> str:
+    """The tool's one-line description of the call with creatures named ("Goblin: HP -5"), as
+    the campaign page says it; a tool since removed is named only. `names` (creature id → name)
+    spares a query per row where a page lists many."""
+    if names is None:
+        names = creature_names_in(campaign_ids=[row.campaign_id])
+    return with_names(registry.summary(row.tool_name, row.input), names)
+
+
+def short_time(value: datetime | None) -> str:
+    """`2025-11-30 14:05:09` in the current time zone: a column that fits a 1280 px screen
+    (Django's default, `Nov. 30, 2025, 2:05 p.m.`, takes twice the width)."""
+    return localtime(value).strftime("%Y-%m-%d %H:%M:%S") if value else "—"
+
+
+def time_column(field: str, description: str) -> Callable:
+    """A changelist column showing a datetime field as `short_time`, sorted by the field."""
+
+    @admin.display(description=description, ordering=field)
+    def column(model_admin: Any, obj: Any) -> str:
+        return short_time(getattr(obj, field))
+
+    return column
 
 
 def label(row: ToolInvocation) -> str:
@@ -93,6 +119,35 @@ def _change_kind(before: dict | None, after: dict | None) -> str:
     if after is None:
         return "deleted"
     return "changed" if before != after else "unchanged"
+
+
+class InvocationColumns:
+    """Columns of a log row that the log's admin and a turn's inline both show."""
+
+    @admin.display(description="invocation")
+    def invocation(self, row: ToolInvocation) -> SafeString:
+        return invocation_link(row)
+
+    @admin.display(description="tier", ordering="tool_tier")
+    def tier(self, row: ToolInvocation) -> SafeString:
+        return tier_badge(row.tool_tier)
+
+    @admin.display(description="what it did")
+    def summary(self, row: ToolInvocation) -> str:
+        return summary(row, self.creature_names(row))
+
+    def creature_names(self, row: ToolInvocation) -> dict[int, str]:
+        return creature_names_in(campaign_ids=[row.campaign_id])
+
+
+def json_column(description: str, value: Callable[[ToolInvocation], Any]) -> Callable:
+    """A read-only admin field showing `value(row)` as indented JSON."""
+
+    @admin.display(description=description)
+    def column(model_admin: Any, row: ToolInvocation) -> SafeString:
+        return pretty_json(value(row))
+
+    return column
 
 
 def render_entity_diff(row: ToolInvocation) -> SafeString:

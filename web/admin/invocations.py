@@ -1,6 +1,7 @@
 """The invocation log in the admin: browse, filter, read, and revert through the service."""
 
 import uuid
+from operator import attrgetter
 from typing import Any
 
 from django.contrib import admin
@@ -15,6 +16,7 @@ from django.utils.safestring import SafeString
 
 from audit.models import ToolInvocation
 from campaigns.models import Campaign
+from campaigns.selectors import creature_names_in
 from web.admin import display
 from web.admin.filters import (
     CampaignFilter,
@@ -29,7 +31,7 @@ from web.admin.reverting import (
     INVOCATION,
     LogReaderMixin,
     ReadOnlyMixin,
-    RevertForm,
+    ReasonForm,
     RevertPageMixin,
     revert_and_report,
 )
@@ -56,21 +58,14 @@ class InvocationChangeList(ChangeList):
 
 
 @admin.register(ToolInvocation)
-class ToolInvocationAdmin(ReadOnlyMixin, RevertPageMixin, LogReaderMixin, admin.ModelAdmin):
+class ToolInvocationAdmin(
+    display.InvocationColumns, ReadOnlyMixin, RevertPageMixin, LogReaderMixin, admin.ModelAdmin
+):
     reverting = INVOCATION
-    list_display = (
-        "created_at",
-        "campaign_link",
-        "actor",
-        "turn_link",
-        "requested_by",
-        "tool_name",
-        "tier",
-        "status",
-        "model",
-        "source",
-    )
-    list_display_links = ("created_at",)
+    # Columns that fit a 1280 px screen beside the filters: the model and the source are
+    # filters and on the detail page.
+    list_display = ("when", "campaign_link", "by", "turn_link", "tool_name", "tier", "status")
+    list_display_links = ("when",)
     list_filter = (
         StatusFilter,
         "tool_tier",
@@ -85,7 +80,7 @@ class ToolInvocationAdmin(ReadOnlyMixin, RevertPageMixin, LogReaderMixin, admin.
     search_help_text = "An invocation or campaign id, a campaign name, an actor or a tool."
     date_hierarchy = "created_at"
     ordering = ("-created_at",)
-    sortable_by = ("created_at",)
+    sortable_by = ("when",)
     paginator = EstimatedCountPaginator
     show_full_result_count = False
     show_facets = admin.ShowFacets.NEVER
@@ -113,7 +108,7 @@ class ToolInvocationAdmin(ReadOnlyMixin, RevertPageMixin, LogReaderMixin, admin.
                 )
             },
         ),
-        ("Revert", {"fields": ("revertible", "reverted_at", "reverted_by", "revert_reason")}),
+        ("Revert", {"fields": ("revertible", *ToolInvocation.REVERT_FIELDS)}),
         ("Input and result", {"fields": ("input_json", "result_json", "error")}),
         (
             "State",
@@ -137,52 +132,35 @@ class ToolInvocationAdmin(ReadOnlyMixin, RevertPageMixin, LogReaderMixin, admin.
     def campaign_link(self, row: ToolInvocation) -> SafeString:
         return format_html('<a href="?campaign={}">{}</a>', row.campaign_id, row.campaign)
 
-    @admin.display(description="actor", ordering="user__username")
-    def actor(self, row: ToolInvocation) -> str:
-        return row.user.get_username()
+    when = display.time_column("created_at", "when")
+
+    @admin.display(description="by")
+    def by(self, row: ToolInvocation) -> str:
+        """The actor whose turn it is; `owner for alice` when someone else made the call."""
+        actor = row.user.get_username()
+        if row.requested_by_id is None:
+            return actor
+        return f"{row.requested_by.get_username()} for {actor}"
 
     @admin.display(description="turn")
     def turn_link(self, row: ToolInvocation) -> SafeString | str:
         if row.turn_id is None:
             return "—"
         url = reverse("admin:campaigns_turn_change", args=[row.turn_id])
-        return format_html('<a href="{}">{}</a>', url, row.turn_id)
+        return format_html('<a href="{}">#{}</a>', url, row.turn_id)
 
-    @admin.display(description="tier", ordering="tool_tier")
-    def tier(self, row: ToolInvocation) -> SafeString:
-        return display.tier_badge(row.tool_tier)
-
-    @admin.display(description="summary")
-    def summary(self, row: ToolInvocation) -> str:
-        return display.summary(row)
-
-    @admin.display(description="input")
-    def input_json(self, row: ToolInvocation) -> SafeString:
-        return display.pretty_json(row.input)
-
-    @admin.display(description="result")
-    def result_json(self, row: ToolInvocation) -> SafeString:
-        return display.pretty_json(row.result)
+    input_json = display.json_column("input", attrgetter("input"))
+    result_json = display.json_column("result", attrgetter("result"))
+    snapshot_json = display.json_column("revert snapshot", attrgetter("revert_snapshot"))
+    post_state_json = display.json_column("post-state", attrgetter("post_state"))
+    write_set_json = display.json_column(
+        "write set", lambda row: {"writes": row.write_set, "reads": row.read_set}
+    )
+    broadcast_json = display.json_column("broadcast events", attrgetter("broadcast_events"))
 
     @admin.display(description="before → after")
     def entity_diff(self, row: ToolInvocation) -> SafeString:
         return display.render_entity_diff(row)
-
-    @admin.display(description="revert snapshot")
-    def snapshot_json(self, row: ToolInvocation) -> SafeString:
-        return display.pretty_json(row.revert_snapshot)
-
-    @admin.display(description="post-state")
-    def post_state_json(self, row: ToolInvocation) -> SafeString:
-        return display.pretty_json(row.post_state)
-
-    @admin.display(description="write set")
-    def write_set_json(self, row: ToolInvocation) -> SafeString:
-        return display.pretty_json({"writes": row.write_set, "reads": row.read_set})
-
-    @admin.display(description="broadcast events")
-    def broadcast_json(self, row: ToolInvocation) -> SafeString:
-        return display.pretty_json(row.broadcast_events)
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet, search_term: str
@@ -224,16 +202,18 @@ class ToolInvocationAdmin(ReadOnlyMixin, RevertPageMixin, LogReaderMixin, admin.
                 request, f"Select at most {self.bulk_limit} invocations to revert.", "error"
             )
             return None
-        form = RevertForm(request.POST if "confirm" in request.POST else None)
+        form = ReasonForm(request.POST if "confirm" in request.POST else None)
         if not form.is_valid():
+            names = creature_names_in(campaign_ids={row.campaign_id for row in rows})
             context = {
                 **self.admin_site.each_context(request),
                 "opts": self.opts,
                 "title": "Revert the selected tool invocations?",
-                "rows": [(row, display.summary(row)) for row in rows],
+                "rows": [(row, display.summary(row, names)) for row in rows],
                 "form": form,
                 "media": self.media,
                 "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+                "cancel_url": reverse("admin:audit_toolinvocation_changelist"),
             }
             return TemplateResponse(
                 request, "admin/audit/toolinvocation/revert_selected_confirmation.html", context

@@ -28,9 +28,11 @@ from audit.services import (
 )
 from audit.services.revert import skip_reason
 from campaigns.models import Turn
+from campaigns.selectors import creature_names_in
 from core.api.base import client_ip
 from core.errors import Conflict, Forbidden, NotFound
 from web.admin.display import compact_json, invocation_link, label, summary
+from web.presenters import with_names
 
 SKIP_REASONS = {
     "already_reverted": "it was already reverted",
@@ -47,12 +49,15 @@ class Outcome(Enum):
     DENIED = "denied"
 
 
-class RevertForm(forms.Form):
+class ReasonForm(forms.Form):
     reason = forms.CharField(
         max_length=2000,
         widget=forms.Textarea(attrs={"rows": 3, "cols": 70}),
         help_text="Recorded on every reverted invocation and shown to the table.",
     )
+
+
+class RevertForm(ReasonForm):
     cascade = forms.BooleanField(
         required=False,
         label="Cascade",
@@ -116,9 +121,14 @@ def _report_invocation(request: HttpRequest, row: ToolInvocation, result: Any) -
     return Outcome.REVERTED
 
 
+def _turn_name(turn: Turn) -> str:
+    return f"turn {turn.pk} by {turn.actor}"
+
+
 def _report_turn(request: HttpRequest, turn: Turn, result: Any) -> Outcome:
     messages.success(
-        request, f"Turn {turn.pk} undone: {len(result.reverted)} invocation(s) reverted."
+        request,
+        f"{capfirst(_turn_name(turn))} undone: {len(result.reverted)} invocation(s) reverted.",
     )
     rows = _rows_by_id([skip["id"] for skip in result.skipped])
     for skip in result.skipped:
@@ -145,9 +155,9 @@ TURN = Reverting(
     verb="undo",
     target="turn_id",
     service=turn_undo,
-    name=lambda turn: f"turn {turn.pk}",
+    name=_turn_name,
     summary=lambda turn: "",
-    refused=lambda turn: format_html("Turn {} not undone: ", turn.pk),
+    refused=lambda turn: format_html("{} not undone: ", capfirst(_turn_name(turn))),
     denied="you may not undo it",
     stands=lambda turn: turn.reverted_at is None,
     actor_id=lambda turn: turn.actor_id,
@@ -193,10 +203,12 @@ def plan_for(request: HttpRequest, **target: Any) -> dict[str, Any]:
     plan_of = turn_undo_plan if "turn_id" in target else invocation_revert_plan
     plan = plan_of(user=request.user, ip=client_ip(request), **target)
     rows = _rows_by_id([item["id"] for item in plan["invocations"]] + plan["conflicts"])
+    names = creature_names_in(campaign_ids=[target["campaign_id"]])
     return {
         "invocations": [
             {
                 **item,
+                "summary": with_names(item["summary"], names),
                 "link": invocation_link(rows[item["id"]]),
                 "skip_text": skip_text(item["skip_reason"]) if item["skip_reason"] else "",
             }

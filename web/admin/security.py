@@ -4,14 +4,14 @@ from django.contrib import admin
 from django.utils.safestring import SafeString
 
 from audit.models import SecurityEvent
-from web.admin.display import pretty_json
+from web.admin.display import pretty_json, time_column
 from web.admin.pagination import EstimatedCountPaginator
 from web.admin.reverting import LogReaderMixin, ReadOnlyMixin
 
 
 @admin.register(SecurityEvent)
 class SecurityEventAdmin(ReadOnlyMixin, LogReaderMixin, admin.ModelAdmin):
-    list_display = ("created_at", "kind", "user", "campaign", "target", "ip")
+    list_display = ("when", "kind", "user", "campaign", "target", "ip")
     list_filter = (
         "kind",
         ("user", admin.RelatedOnlyFieldListFilter),
@@ -27,6 +27,7 @@ class SecurityEventAdmin(ReadOnlyMixin, LogReaderMixin, admin.ModelAdmin):
     show_facets = admin.ShowFacets.NEVER
     fields = ("created_at", "kind", "user", "campaign", "target", "ip", "detail_json")
     readonly_fields = fields
+    when = time_column("created_at", "when")
 
     class Media:
         css = {"all": ["audit/admin.css"]}

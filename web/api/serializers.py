@@ -177,9 +177,14 @@ class InvocationSummarySerializer(serializers.Serializer):
     status = serializers.CharField()
 
 
-class TurnSerializer(serializers.ModelSerializer):
-    actor = UsernameField()
+# A turn or a log row: who undid it is named like every person, by username. (A comment, not a
+# docstring: the schema would give it as the description of every subclass.)
+class RevertibleSerializer(serializers.ModelSerializer):
     reverted_by = UsernameField()
+
+
+class TurnSerializer(RevertibleSerializer):
+    actor = UsernameField()
     messages = MessageSerializer(many=True, read_only=True)
     invocations = InvocationSummarySerializer(many=True, read_only=True)
     status = serializers.ChoiceField(choices=TURN_STATUSES, read_only=True)
@@ -191,29 +196,36 @@ class TurnSerializer(serializers.ModelSerializer):
             "actor",
             "status",
             "created_at",
-            "reverted_at",
-            "reverted_by",
-            "revert_reason",
+            *Turn.REVERT_FIELDS,
             "messages",
             "invocations",
         ]
 
 
-class StateSerializer(serializers.Serializer):
-    """The canonical dump of `campaigns.selectors.campaign_state` (SPEC §3), with `seq`: the
-    campaign's last realtime event that the dump reflects (SPEC §7)."""
-
-    seq = serializers.IntegerField(min_value=0)
-    campaign = serializers.DictField()
-    members = serializers.ListField(child=serializers.DictField())
-    creatures = serializers.ListField(child=serializers.DictField())
-    resources = serializers.ListField(child=serializers.DictField())
-    resource_events = serializers.ListField(child=serializers.DictField())
-    items = serializers.ListField(child=serializers.DictField())
-    chapters = serializers.ListField(child=serializers.DictField())
-    dungeons = serializers.ListField(child=serializers.DictField())
-    encounters = serializers.ListField(child=serializers.DictField())
-    fog = serializers.ListField(child=serializers.DictField())
-    memories = serializers.ListField(child=serializers.DictField())
-    achievements = serializers.ListField(child=serializers.DictField())
-    episodes = serializers.ListField(child=serializers.DictField())
+# The canonical dump's tables after `campaign`, each a list of rows.
+STATE_TABLES = (
+    "members",
+    "creatures",
+    "resources",
+    "resource_events",
+    "items",
+    "chapters",
+    "dungeons",
+    "encounters",
+    "fog",
+    "memories",
+    "achievements",
+    "episodes",
+)
+StateSerializer = type(
+    "StateSerializer",
+    (serializers.Serializer,),
+    {
+        "__module__": __name__,
+        "__doc__": "The canonical dump of `campaigns.selectors.campaign_state` (SPEC §3), with "
+        "`seq`: the campaign's last realtime event that the dump reflects (SPEC §7).",
+        "seq": serializers.IntegerField(min_value=0),
+        "campaign": serializers.DictField(),
+        **{table: serializers.ListField(child=serializers.DictField()) for table in STATE_TABLES},
+    },
+)

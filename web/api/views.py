@@ -5,9 +5,10 @@ non-member gets 404 before anything else is looked at; role checks come after an
 refusals (403) are written to the security log by `recording_denials`.
 """
 
+from collections.abc import Callable
 from typing import Any
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -20,10 +21,16 @@ from campaigns.selectors import (
     campaign_get_visible,
     campaign_list_for_member,
     campaign_state_at_seq,
+    creature_get,
 )
-from core.api.base import ApiListView, ApiView, ResultsPagination, client_ip
+from core.api.base import (
+    ApiListView,
+    ApiView,
+    ResultsPagination,
+    client_ip,
+    with_post_schema,
+)
 from core.api.errors import error_responses
-from core.errors import NotFound
 from gm.services import gm_turn_run
 from web.api import serializers as s
 from web.api.permissions import require_may_create_creature, require_member, require_owner
@@ -49,6 +56,12 @@ class TurnPagination(ResultsPagination):
 
 
 @extend_schema(tags=["campaigns"])
+@extend_schema_view(
+    get=extend_schema(
+        summary="Campaigns where the caller is a member",
+        responses={200: s.CampaignSummarySerializer(many=True), **error_responses()},
+    )
+)
 class CampaignListView(ApiListView):
     """Campaigns the caller plays in, and creating one (the caller becomes its owner,
     holding `revert_any_turn`)."""
@@ -58,13 +71,6 @@ class CampaignListView(ApiListView):
 
     def get_queryset(self):
         return campaign_list_for_member(user=self.request.user)
-
-    @extend_schema(
-        summary="Campaigns where the caller is a member",
-        responses={200: s.CampaignSummarySerializer(many=True), **error_responses()},
-    )
-    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return super().get(request, *args, **kwargs)
 
     @extend_schema(
         summary="Create a campaign; the caller becomes its owner",
@@ -99,28 +105,62 @@ class CampaignStateView(ApiView):
         return Response(campaign_state_at_seq(visible_campaign(request, campaign_id)))
 
 
-@extend_schema(tags=["campaigns"])
-class MemberAddView(ApiView):
+class OwnerCreateView(ApiView):
+    """The owner adds one thing to the campaign's world, in one shape: the owner check (a
+    refusal is recorded), the row the path names (404 before the body is read), the body
+    validated, one service, the new row rendered with 201. A subclass names the service, its
+    input and output serializers, and overrides `parent` when the path names more than the
+    campaign."""
+
+    service: Callable[..., Any]  # `<entity>_<action>`: its name is what a denial records
+    input_serializer: type[serializers.Serializer]
+    output_serializer: type[serializers.Serializer]
+
+    def parent(self, campaign: Campaign, **path: Any) -> Any:
+        """What the new row belongs to, as the service's keyword argument: the campaign."""
+        return {"campaign": campaign}
+
+    def render(self, row: Any, data: dict[str, Any]) -> Any:
+        return self.output_serializer(row).data
+
+    def post(self, request: Request, campaign_id: Any, **path: Any) -> Response:
+        campaign = visible_campaign(request, campaign_id)
+        action = self.service.__name__
+        with recording_denials(user=request.user, ip=client_ip(request)):
+            require_owner(campaign=campaign, user=request.user, action=action)
+        parent = self.parent(campaign, **path)
+        data = validated(self.input_serializer, request.data)
+        row = self.service(**parent, **data)
+        return Response(self.render(row, data), status=status.HTTP_201_CREATED)
+
+
+def owner_create_schema(summary: str | None, *errors: int) -> Callable[[type], type]:
+    """The OpenAPI description of an `OwnerCreateView` subclass's POST."""
+    return lambda view: with_post_schema(
+        view,
+        tag="campaigns",
+        summary=summary,
+        request=view.input_serializer,
+        responses={201: view.output_serializer, **error_responses(403, *errors)},
+    )
+
+
+@owner_create_schema("Add a member (or change their can_revert_any grant)", 409)
+class MemberAddView(OwnerCreateView):
     """The owner adds a member by username; `can_revert_any` grants (or withdraws) the
     right to revert anyone's turns, as a guardian object permission on the campaign."""
 
-    @extend_schema(
-        summary="Add a member (or change their can_revert_any grant)",
-        request=s.MemberAddInput,
-        responses={201: s.MemberSerializer, **error_responses(403, 409)},
-    )
-    def post(self, request: Request, campaign_id: Any) -> Response:
-        campaign = visible_campaign(request, campaign_id)
-        with recording_denials(user=request.user, ip=client_ip(request)):
-            require_owner(campaign=campaign, user=request.user, action="membership_add")
-        data = validated(s.MemberAddInput, request.data)
-        membership = services.membership_add(campaign=campaign, **data)
+    service = staticmethod(services.membership_add)
+    input_serializer = s.MemberAddInput
+    output_serializer = s.MemberSerializer
+
+    def render(self, row: Any, data: dict[str, Any]) -> Any:
         body = {
-            "username": membership.user.get_username(),
-            "role": membership.role,
+            "username": row.user.get_username(),
+            "role": row.role,
             "can_revert_any": data["can_revert_any"],
         }
-        return Response(s.MemberSerializer(body).data, status=status.HTTP_201_CREATED)
+        return self.output_serializer(body).data
 
 
 @extend_schema(tags=["campaigns"])
@@ -149,59 +189,34 @@ class CreatureCreateView(ApiView):
         return Response(s.CreatureSerializer(creature).data, status=status.HTTP_201_CREATED)
 
 
-@extend_schema(tags=["campaigns"])
-class ResourceCreateView(ApiView):
+@owner_create_schema("Give a creature a resource (spell slots, ki, …)", 409, 422)
+class ResourceCreateView(OwnerCreateView):
     """The owner gives a creature of this campaign a resource with a recharge rule."""
 
-    @extend_schema(
-        summary="Give a creature a resource (spell slots, ki, …)",
-        request=s.ResourceCreateInput,
-        responses={201: s.ResourceSerializer, **error_responses(403, 409, 422)},
-    )
-    def post(self, request: Request, campaign_id: Any, creature_id: int) -> Response:
-        campaign = visible_campaign(request, campaign_id)
-        with recording_denials(user=request.user, ip=client_ip(request)):
-            require_owner(campaign=campaign, user=request.user, action="resource_create")
-        creature = Creature.objects.filter(campaign=campaign, pk=creature_id).first()
-        if creature is None:
-            raise NotFound()
-        data = validated(s.ResourceCreateInput, request.data)
-        resource = services.resource_create(creature=creature, **data)
-        return Response(s.ResourceSerializer(resource).data, status=status.HTTP_201_CREATED)
+    service = staticmethod(services.resource_create)
+    input_serializer = s.ResourceCreateInput
+    output_serializer = s.ResourceSerializer
+
+    def parent(self, campaign: Campaign, *, creature_id: Any) -> Any:
+        return {"creature": creature_get(campaign=campaign, creature_id=creature_id)}
 
 
-@extend_schema(tags=["campaigns"])
-class ChapterCreateView(ApiView):
+@owner_create_schema(None)
+class ChapterCreateView(OwnerCreateView):
     """The owner appends a chapter; the first one becomes the current chapter."""
 
-    @extend_schema(
-        request=s.ChapterCreateInput,
-        responses={201: s.ChapterSerializer, **error_responses(403)},
-    )
-    def post(self, request: Request, campaign_id: Any) -> Response:
-        campaign = visible_campaign(request, campaign_id)
-        with recording_denials(user=request.user, ip=client_ip(request)):
-            require_owner(campaign=campaign, user=request.user, action="chapter_create")
-        data = validated(s.ChapterCreateInput, request.data)
-        chapter = services.chapter_create(campaign=campaign, **data)
-        return Response(s.ChapterSerializer(chapter).data, status=status.HTTP_201_CREATED)
+    service = staticmethod(services.chapter_create)
+    input_serializer = s.ChapterCreateInput
+    output_serializer = s.ChapterSerializer
 
 
-@extend_schema(tags=["campaigns"])
-class DungeonCreateView(ApiView):
+@owner_create_schema(None)
+class DungeonCreateView(OwnerCreateView):
     """The owner adds a dungeon that `activate_dungeon` can later switch to."""
 
-    @extend_schema(
-        request=s.DungeonCreateInput,
-        responses={201: s.DungeonSerializer, **error_responses(403)},
-    )
-    def post(self, request: Request, campaign_id: Any) -> Response:
-        campaign = visible_campaign(request, campaign_id)
-        with recording_denials(user=request.user, ip=client_ip(request)):
-            require_owner(campaign=campaign, user=request.user, action="dungeon_create")
-        data = validated(s.DungeonCreateInput, request.data)
-        dungeon = services.dungeon_create(campaign=campaign, **data)
-        return Response(s.DungeonSerializer(dungeon).data, status=status.HTTP_201_CREATED)
+    service = staticmethod(services.dungeon_create)
+    input_serializer = s.DungeonCreateInput
+    output_serializer = s.DungeonSerializer
 
 
 @extend_schema(tags=["turns"])

@@ -1,9 +1,10 @@
 """`manage.py seed_demo`: a living table a newcomer can log into on the first run.
 
 Demo accounts with published passwords, a campaign with a party (resources and gear), monsters,
-an NPC, chapters, a dungeon and a scene. Running it again changes nothing and prints the same
-logins. It refuses to run in production (DJANGO_DEBUG=0) unless forced: published passwords do
-not belong on a real server.
+an NPC, chapters, a dungeon and a scene, and a staff account for the admin that may read and
+revert the whole log. Running it again changes nothing and prints the same logins. It refuses
+to run in production (DJANGO_DEBUG=0) unless forced: published passwords do not belong on a real
+server.
 """
 
 from dataclasses import dataclass
@@ -11,6 +12,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
@@ -44,6 +46,10 @@ class Player:
 
 
 OWNER = Player("gm", "owner: runs the table, may undo any turn", None, 0, (0, 0))
+STAFF = Player("staff", "staff: the admin at /admin/, reads and reverts the log", None, 0, (0, 0))
+# What the demo staff account holds, of the audit app: the log's and the security log's pages,
+# and reverting any call.
+STAFF_PERMISSIONS = ("revert_toolinvocation", "view_toolinvocation", "view_securityevent")
 PLAYERS = (
     Player(
         "alice",
@@ -103,7 +109,8 @@ class Command(BaseCommand):
                 "Use --force to seed anyway."
             )
         with transaction.atomic():
-            users = {p.username: self._user(p.username) for p in (OWNER, *PLAYERS)}
+            users = {p.username: self._user(p.username) for p in (OWNER, *PLAYERS, STAFF)}
+            self._staff(users[STAFF.username])
             campaign = Campaign.objects.filter(owner=users["gm"], name=CAMPAIGN).first()
             created = campaign is None
             if created:
@@ -118,6 +125,18 @@ class Command(BaseCommand):
             user.set_password(demo_password(username))
             user.save(update_fields=["password"])
         return user
+
+    @staticmethod
+    def _staff(user: Any) -> None:
+        """Staff with the audit permissions (granting again changes nothing)."""
+        if not user.is_staff:
+            user.is_staff = True
+            user.save(update_fields=["is_staff"])
+        user.user_permissions.add(
+            *Permission.objects.filter(
+                content_type__app_label="audit", codename__in=STAFF_PERMISSIONS
+            )
+        )
 
     def _campaign(self, users: dict[str, Any]) -> Campaign:
         campaign = campaign_create(owner=users["gm"], name=CAMPAIGN)
@@ -166,7 +185,7 @@ class Command(BaseCommand):
             self.style.SUCCESS(f'{verb}: "{campaign.name}" at /campaigns/{campaign.pk}/')
         )
         self.stdout.write(f"  {'user':<8}{'password':<22}role")
-        for player in (OWNER, *PLAYERS):
+        for player in (OWNER, *PLAYERS, STAFF):
             who = f"{player.role}, plays {player.character}" if player.character else player.role
             self.stdout.write(f"  {player.username:<8}{demo_password(player.username):<22}{who}")
         self.stdout.write(

@@ -11,20 +11,19 @@ from audit.models import ToolInvocation
 from audit.services.dispatch import TOOL_NAME_MAX
 from campaigns.models import reached_choices
 from core.api.base import StrictSerializer
-from web.api.serializers import UsernameField
+from web.api.serializers import RevertibleSerializer, UsernameField
 
 INVOCATION_STATUSES = reached_choices(ToolInvocation.Status.choices)
 
 BIGINT_MAX = 2**63 - 1
 
 
-class InvocationSerializer(serializers.ModelSerializer):
+class InvocationSerializer(RevertibleSerializer):
     user = UsernameField()
     requested_by = UsernameField(
         help_text="Who made the call when it was not the turn's actor (the owner posting into "
         "a player's turn); null when the actor or the GM on their turn made it."
     )
-    reverted_by = UsernameField()
     status = serializers.ChoiceField(choices=INVOCATION_STATUSES, read_only=True)
     input = serializers.JSONField(read_only=True)
     result = serializers.JSONField(read_only=True, allow_null=True)
@@ -37,20 +36,12 @@ class InvocationSerializer(serializers.ModelSerializer):
             "turn",
             "user",
             "requested_by",
-            "tool_name",
-            "tool_tier",
-            "input",
-            "result",
-            "status",
-            "error",
-            "revertible",
+            *ToolInvocation.CALL,
             "model",
             "source",
             "created_at",
             "committed_at",
-            "reverted_at",
-            "reverted_by",
-            "revert_reason",
+            *ToolInvocation.REVERT_FIELDS,
         ]
 
 

@@ -5,10 +5,11 @@ see, 403 recorded as a security event, 409 with the conflicting ids); these view
 body, pass the caller's IP for the security log, and render the outcome.
 """
 
+from collections.abc import Callable
 from typing import Any
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import status
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -17,7 +18,13 @@ from audit.models import InvocationOrigin, ToolInvocation
 from audit.permissions import recording_denials
 from audit.selectors import invocation_get, invocation_list
 from campaigns.selectors import turn_get
-from core.api.base import ApiListView, ApiView, ResultsPagination, client_ip
+from core.api.base import (
+    ApiListView,
+    ApiView,
+    ResultsPagination,
+    client_ip,
+    with_post_schema,
+)
 from core.api.errors import error_responses
 from web.api.audit import serializers as s
 from web.api.audit.permissions import authorize_tool_call
@@ -68,30 +75,14 @@ class ToolCallView(ApiView):
         return Response(s.ToolCallResultSerializer(body).data, status=status.HTTP_201_CREATED)
 
 
-@extend_schema(tags=["turns"])
-class TurnUndoView(ApiView):
-    """Undo a whole turn (the original actor, the owner, a co-GM holding the grant, or
-    staff). Idempotent: a second undo reports every invocation as `already_reverted`."""
-
-    @extend_schema(
-        summary="Undo a turn: revert its committed invocations newest first, atomically",
-        request=s.RevertInput,
-        responses={200: s.UndoResultSerializer, **error_responses(403, 409)},
-    )
-    def post(self, request: Request, campaign_id: Any, turn_id: int) -> Response:
-        visible_campaign(request, campaign_id)
-        data = validated(s.RevertInput, request.data)
-        outcome = services.turn_undo(
-            campaign_id=campaign_id,
-            turn_id=turn_id,
-            user=request.user,
-            ip=client_ip(request),
-            **data,
-        )
-        return Response(s.UndoResultSerializer(outcome).data)
-
-
 @extend_schema(tags=["invocations"])
+@extend_schema_view(
+    get=extend_schema(
+        summary="The invocation log, newest first",
+        parameters=[s.InvocationFilter],
+        responses={200: s.InvocationSerializer(many=True), **error_responses()},
+    )
+)
 class InvocationListView(ApiListView):
     """The invocation log of a campaign, newest first, filterable by status, tier, tool
     and turn, cursor-paginated so every page costs the same."""
@@ -105,14 +96,6 @@ class InvocationListView(ApiListView):
         filters.is_valid(raise_exception=True)
         return invocation_list(campaign=campaign, **filters.validated_data)
 
-    @extend_schema(
-        summary="The invocation log, newest first",
-        parameters=[s.InvocationFilter],
-        responses={200: s.InvocationSerializer(many=True), **error_responses()},
-    )
-    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return super().get(request, *args, **kwargs)
-
 
 @extend_schema(tags=["invocations"])
 class InvocationDetailView(ApiView):
@@ -125,27 +108,52 @@ class InvocationDetailView(ApiView):
         return Response(s.InvocationSerializer(row).data)
 
 
-@extend_schema(tags=["invocations"])
-class InvocationRevertView(ApiView):
+class RevertActionView(ApiView):
+    """Revert an invocation or undo a turn, in one shape: the campaign resolved (404 for a
+    non-member), the body validated, the service deciding everything else, its outcome
+    rendered. A subclass names the service and how its outcome reads."""
+
+    service: Callable[..., Any]  # invocation_revert | turn_undo
+    result_serializer: type[serializers.Serializer]
+
+    def post(self, request: Request, campaign_id: Any, **target: Any) -> Response:
+        visible_campaign(request, campaign_id)
+        data = validated(s.RevertInput, request.data)
+        outcome = self.service(
+            campaign_id=campaign_id, user=request.user, ip=client_ip(request), **target, **data
+        )
+        return Response(self.result_serializer(outcome).data)
+
+
+def revert_action_schema(tag: str, summary: str) -> Callable[[type], type]:
+    """The OpenAPI description of a `RevertActionView` subclass's POST."""
+    return lambda view: with_post_schema(
+        view,
+        tag=tag,
+        summary=summary,
+        request=s.RevertInput,
+        responses={200: view.result_serializer, **error_responses(403, 409)},
+    )
+
+
+@revert_action_schema(
+    "turns", "Undo a turn: revert its committed invocations newest first, atomically"
+)
+class TurnUndoView(RevertActionView):
+    """Undo a whole turn (the original actor, the owner, a co-GM holding the grant, or
+    staff). Idempotent: a second undo reports every invocation as `already_reverted`."""
+
+    service = staticmethod(services.turn_undo)
+    result_serializer = s.UndoResultSerializer
+
+
+@revert_action_schema("invocations", "Revert one invocation (idempotent)")
+class InvocationRevertView(RevertActionView):
     """Revert one invocation (same permission as undo). Idempotent; a later invocation
     that depends on it is a 409 listing the ids, unless `cascade` reverts them first."""
 
-    @extend_schema(
-        summary="Revert one invocation (idempotent)",
-        request=s.RevertInput,
-        responses={200: s.RevertResultSerializer, **error_responses(403, 409)},
-    )
-    def post(self, request: Request, campaign_id: Any, invocation_id: Any) -> Response:
-        visible_campaign(request, campaign_id)
-        data = validated(s.RevertInput, request.data)
-        outcome = services.invocation_revert(
-            campaign_id=campaign_id,
-            invocation_id=invocation_id,
-            user=request.user,
-            ip=client_ip(request),
-            **data,
-        )
-        return Response(s.RevertResultSerializer(outcome).data)
+    service = staticmethod(services.invocation_revert)
+    result_serializer = s.RevertResultSerializer
 
 
 @extend_schema(tags=["invocations"])
