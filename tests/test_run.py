@@ -154,19 +154,24 @@ def test_make_run_serves_runs_a_worker_and_ctrl_c_stops_every_process(tmp_path):
         assert login_page_status(port) is None
 
 
+def refused(tmp_path: Path, port: str) -> subprocess.CompletedProcess:
+    """A run that must stop before it starts anything: well within this timeout."""
+    return subprocess.run(
+        [sys.executable, "scripts/run.py", "--port", port],
+        cwd=ROOT,
+        env=run_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+
+
 def test_a_busy_port_is_refused_at_once_before_anything_starts(tmp_path):
     with socket.socket() as squatter:
         squatter.bind(("127.0.0.1", 0))
         squatter.listen()
         port = squatter.getsockname()[1]
-        result = subprocess.run(
-            [sys.executable, "scripts/run.py", "--port", str(port)],
-            cwd=ROOT,
-            env=run_env(tmp_path),
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
+        result = refused(tmp_path, str(port))
     assert result.returncode == 1
     message = result.stderr.strip()
     assert message.splitlines() == [message]  # one line, no traceback
@@ -176,13 +181,6 @@ def test_a_busy_port_is_refused_at_once_before_anything_starts(tmp_path):
 
 
 def test_a_port_that_is_not_a_number_is_refused(tmp_path):
-    result = subprocess.run(
-        [sys.executable, "scripts/run.py", "--port", "80a"],
-        cwd=ROOT,
-        env=run_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    result = refused(tmp_path, "80a")
     assert result.returncode == 2
     assert "'80a' is not a port number" in result.stderr
