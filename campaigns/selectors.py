@@ -1,5 +1,6 @@
 """Reads of the game world."""
 
+from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -14,6 +15,7 @@ from campaigns.models import (
     CampaignUserObjectPermission,
     Chapter,
     Creature,
+    DiceRoll,
     Dungeon,
     Encounter,
     Episode,
@@ -214,3 +216,31 @@ def is_member(*, campaign: Campaign, user: Any) -> bool:
 def creature_names(*, campaign: Campaign) -> dict[int, str]:
     """Each creature's name by id, to put names where logged calls carry ids."""
     return dict(campaign.creatures.values_list("pk", "name"))
+
+
+def roll_list(*, campaign: Campaign) -> QuerySet[DiceRoll]:
+    """Every roll of the campaign, players' and the GM's, with who rolled."""
+    return DiceRoll.objects.filter(campaign=campaign).select_related("author")
+
+
+def roll_get(*, campaign: Campaign, roll_id: Any) -> DiceRoll:
+    """A roll of this campaign; one of another campaign, or a malformed id, is NotFound."""
+    try:
+        return roll_list(campaign=campaign).get(pk=roll_id)
+    except (DiceRoll.DoesNotExist, ValidationError, ValueError, TypeError) as exc:
+        raise NotFound() from exc
+
+
+def rolls_outside_turns(*, campaign: Campaign, limit: int) -> list[DiceRoll]:
+    """The last `limit` rolls made outside any turn (players' from the page), oldest first."""
+    rolls = roll_list(campaign=campaign).filter(turn__isnull=True)
+    return list(rolls.order_by("-created_at", "-pk")[:limit])[::-1]
+
+
+def turn_rolls(*, campaign: Campaign, turn_ids: list[int]) -> dict[int, list[DiceRoll]]:
+    """The rolls made during each of these turns (the GM's `roll_dice`), oldest first."""
+    rolls: dict[int, list[DiceRoll]] = defaultdict(list)
+    of_turns = roll_list(campaign=campaign).filter(turn_id__in=turn_ids)
+    for roll in of_turns.order_by("created_at", "pk"):
+        rolls[roll.turn_id].append(roll)
+    return rolls

@@ -265,7 +265,10 @@ REST_FRAMEWORK = {
         "web.accounts.ExpiringTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_THROTTLE_RATES": {"signup": os.environ.get("SIGNUP_RATE", "10/hour")},
+    "DEFAULT_THROTTLE_RATES": {
+        "signup": os.environ.get("SIGNUP_RATE", "10/hour"),
+        "dice": os.environ.get("DICE_RATE", "60/minute"),
+    },
     # Throttles key on REMOTE_ADDR, never on a client-written X-Forwarded-For (see AXES above).
     "NUM_PROXIES": 0,
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
