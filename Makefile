@@ -12,12 +12,12 @@ $(BIN)/.installed: requirements.txt requirements-dev.txt
 .PHONY: install run test lint bench bench-smoke
 install: $(BIN)/.installed
 
-# Daphne's runserver (daphne is first in INSTALLED_APPS) serves HTTP and the websockets.
+# The Procfile's web server (Daphne: HTTP and the websockets) and task worker, through honcho,
+# after migrate, createcachetable and seed_demo; Ctrl-C stops both. `make run PORT=8001` serves
+# on another port; a port already in use is refused before anything starts (scripts/run.py).
+PORT ?= 8000
 run: install
-	$(BIN)/python manage.py migrate --noinput
-	$(BIN)/python manage.py createcachetable
-	$(BIN)/python manage.py seed_demo
-	$(BIN)/python manage.py runserver 127.0.0.1:8000
+	$(BIN)/python scripts/run.py --port $(PORT)
 
 test: install
 	$(BIN)/ruff check .

@@ -358,3 +358,37 @@ class ChatMessage(models.Model):
 
     def __str__(self) -> str:
         return f"{self.role}: {self.content[:40]}"
+
+
+class DiceRoll(models.Model):
+    """A roll shown in the feed: a player's from the page, or the GM's `roll_dice` during a
+    turn (`by_gm`). A record of what the dice said, not game state: nothing reverts it, and a
+    GM's roll leaves the feed with its turn when the turn is undone. `dice` are the kept roll's
+    dice; under advantage or disadvantage the formula was rolled twice and `discarded` holds
+    the other roll's."""
+
+    class Mode(models.TextChoices):
+        NORMAL = "normal"
+        ADVANTAGE = "advantage"
+        DISADVANTAGE = "disadvantage"
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="rolls")
+    turn = models.ForeignKey(
+        Turn, null=True, blank=True, on_delete=models.CASCADE, related_name="rolls"
+    )
+    author = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL)
+    by_gm = models.BooleanField(default=False)
+    formula = models.CharField(max_length=20)
+    mode = models.CharField(max_length=12, choices=Mode.choices, default=Mode.NORMAL)
+    dice = models.JSONField()
+    discarded = models.JSONField(default=list, blank=True)
+    modifier = models.IntegerField(default=0)
+    total = models.IntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["campaign", "created_at"], name="roll_campaign_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.formula} = {self.total}"

@@ -1,5 +1,6 @@
 """Reads of the game world."""
 
+from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -13,6 +14,7 @@ from campaigns.models import (
     CampaignUserObjectPermission,
     Chapter,
     Creature,
+    DiceRoll,
     Dungeon,
     Encounter,
     Episode,
@@ -221,3 +223,28 @@ def creature_names_in(*, campaign_ids: Iterable[Any]) -> dict[int, str]:
     return dict(
         Creature.objects.filter(campaign_id__in=list(campaign_ids)).values_list("pk", "name")
     )
+
+
+def roll_list(*, campaign: Campaign) -> QuerySet[DiceRoll]:
+    """Every roll of the campaign, players' and the GM's, with who rolled."""
+    return DiceRoll.objects.filter(campaign=campaign).select_related("author")
+
+
+def roll_get(*, campaign: Campaign, roll_id: Any) -> DiceRoll:
+    """A roll of this campaign; one of another campaign, or a malformed id, is NotFound."""
+    return get_or_not_found(roll_list(campaign=campaign), pk=roll_id)
+
+
+def rolls_outside_turns(*, campaign: Campaign, limit: int) -> list[DiceRoll]:
+    """The last `limit` rolls made outside any turn (players' from the page), oldest first."""
+    rolls = roll_list(campaign=campaign).filter(turn__isnull=True)
+    return list(rolls.order_by("-created_at", "-pk")[:limit])[::-1]
+
+
+def turn_rolls(*, campaign: Campaign, turn_ids: list[int]) -> dict[int, list[DiceRoll]]:
+    """The rolls made during each of these turns (the GM's `roll_dice`), oldest first."""
+    rolls: dict[int, list[DiceRoll]] = defaultdict(list)
+    of_turns = roll_list(campaign=campaign).filter(turn_id__in=turn_ids)
+    for roll in of_turns.order_by("created_at", "pk"):
+        rolls[roll.turn_id].append(roll)
+    return rolls

@@ -11,6 +11,7 @@ from campaigns.models import (
     Chapter,
     ChatMessage,
     Creature,
+    DiceRoll,
     Dungeon,
     Episode,
     Membership,
@@ -159,3 +160,44 @@ def message_post(
             ],
         )
     return message
+
+
+@transaction.atomic
+def dice_roll_record(
+    *,
+    campaign: Campaign,
+    author: Any,
+    formula: str,
+    mode: str,
+    dice: list[int],
+    discarded: list[int],
+    modifier: int,
+    total: int,
+    turn: Turn | None = None,
+    by_gm: bool = False,
+) -> DiceRoll:
+    """Put a roll in the feed and show it to every client (`dice_rolled`). The dice are rolled
+    by the caller (`ai_tools.dice`, the one dice logic); this only keeps what they said."""
+    shown = {
+        "formula": formula,
+        "mode": mode,
+        "dice": dice,
+        "discarded": discarded,
+        "modifier": modifier,
+        "total": total,
+    }
+    roll = DiceRoll.objects.create(
+        campaign=campaign, turn=turn, author=author, by_gm=by_gm, **shown
+    )
+    data = {
+        "id": roll.pk,
+        **shown,
+        "author": author.get_username() if author else None,
+        "by_gm": by_gm,
+    }
+    source = EventSource.AI_TOOL_EXECUTION if by_gm else EventSource.USER
+    broadcast_on_commit(
+        campaign.pk,
+        [event("dice_rolled", data, source=source, turn=turn.pk if turn else None)],
+    )
+    return roll

@@ -265,7 +265,10 @@ REST_FRAMEWORK = {
         "web.accounts.ExpiringTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_THROTTLE_RATES": {"signup": os.environ.get("SIGNUP_RATE", "10/hour")},
+    "DEFAULT_THROTTLE_RATES": {
+        "signup": os.environ.get("SIGNUP_RATE", "10/hour"),
+        "dice": os.environ.get("DICE_RATE", "60/minute"),
+    },
     # Throttles key on REMOTE_ADDR, never on a client-written X-Forwarded-For (see AXES above).
     "NUM_PROXIES": 0,
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -315,11 +318,21 @@ GM_TURN_TIMEOUT = int(os.environ.get("GM_TURN_TIMEOUT", "1800"))
 # of machines, against one PostgreSQL.
 TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
 
+# One handler, on the root logger: every record is printed once, by it. Django's own logging
+# (applied before this) hangs a console handler on the `django` logger, whose records then also
+# reach the root's: every request line and "Not Found" came out twice. Naming `django` here
+# takes its handlers away and keeps its level, so its records reach the root's handler alone.
+# Daphne's and the task worker's start-up lines ("Listening on …", "Starting worker …") are
+# INFO: kept, so `make run` says where it serves and that the worker runs.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
+    "loggers": {
+        "django": {"handlers": [], "level": "INFO", "propagate": True},
+        "daphne": {"handlers": [], "level": "INFO", "propagate": True},
+    },
 }
 
 if not DEBUG:

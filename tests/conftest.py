@@ -27,9 +27,17 @@ from campaigns.services import (
     resource_create,
     turn_create,
 )
+from tests.browser.support import chromium_missing
 
 # The real server (Daphne) for tests that need one: tests/servers.py.
 pytest_plugins = ["tests.servers"]
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if any(item.get_closest_marker("browser") for item in session.items):
+        problem = chromium_missing()
+        if problem:
+            pytest.exit(problem, returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 def pytest_configure(config: Any) -> None:

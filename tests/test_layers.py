@@ -2,8 +2,8 @@
 
 The layers, bottom to top: core (plumbing every layer may use) → campaigns (the world) →
 ai_tools (the tools) → audit (the log) → gm (the game master) → web (the surfaces) → config
-(wiring). A package may import itself and the packages listed for it, nothing above; the README's
-Layout section states the same list. Imports inside functions count too: a lazy import that
+(wiring). A package may import itself and the packages listed for it, nothing above;
+docs/architecture.md states the same list. Imports inside functions count too: a lazy import that
 climbs is still a climb.
 """
 

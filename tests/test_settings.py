@@ -60,3 +60,40 @@ def test_assets_are_served_by_the_app_with_debug_off(client, settings):
         response = client.get(path)
         assert response.status_code == 200, path
         assert b"".join(response.streaming_content), path
+
+
+# Loggers whose lines `make run` shows: Django's request and access lines, Daphne's, the task
+# worker's, the project's own.
+SHOWN_LOGGERS = (
+    "django.request",
+    "django.channels.server",
+    "daphne.server",
+    "django_tasks_db",
+    "campaigns.realtime",
+)
+
+
+def test_each_log_line_is_printed_once():
+    """Every record reaches one handler: `make run` printed each request line twice while the
+    `django` logger kept Django's own console handler beside the root's."""
+    lines = "; ".join(
+        f"logging.getLogger({name!r}).{level}('{level} from {name}')"
+        for name in SHOWN_LOGGERS
+        for level in ("info", "warning")
+    )
+    script = f"import logging, django; django.setup(); {lines}"
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("DJANGO_")}
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env={**clean, "DJANGO_SETTINGS_MODULE": "config.settings"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    printed = result.stderr.splitlines()
+    for name in SHOWN_LOGGERS:
+        assert printed.count(f"warning from {name}") == 1, result.stderr
+    for name in ("django.channels.server", "daphne.server"):
+        assert printed.count(f"info from {name}") == 1, result.stderr

@@ -8,21 +8,26 @@ after a `state_changed` are the same card.
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from ai_tools import registry
 from audit.models import ToolInvocation
 from audit.permissions import may_revert
 from audit.selectors import turn_feed
-from campaigns.models import Campaign, ChatMessage, Turn
+from campaigns.models import Campaign, ChatMessage, DiceRoll, Turn
 from campaigns.selectors import (
     campaign_event_seq,
     campaign_member_names,
     campaign_state,
     creature_names,
+    roll_get,
+    rolls_outside_turns,
+    turn_rolls,
 )
 
 FEED_TURNS = 50
+FEED_ROLLS = 50
 ROSTERS = (("party", "pc", "Party"), ("foes", "monster", "Foes"), ("others", "npc", "Others"))
 _CREATURE_REFS = re.compile(r"\bcreatures? (\d+(?:, \d+)*)")
 
@@ -149,19 +154,66 @@ class ToolCallCard:
 
 
 @dataclass
+class RollCard:
+    """One roll as the feed draws it: who rolled what, each die, and the total."""
+
+    id: int
+    who: str
+    by_gm: bool
+    formula: str
+    mode: str
+    dice: list[int]
+    discarded: list[int]
+    modifier: int
+    total: int
+    created_at: datetime
+    turn_id: int | None = None
+    kind = "roll"
+
+    @property
+    def modifier_text(self) -> str:
+        return f"{self.modifier:+d}" if self.modifier else ""
+
+    @property
+    def mode_text(self) -> str:
+        return "" if self.mode == DiceRoll.Mode.NORMAL else f"with {self.mode}"
+
+
+def roll_card(roll: DiceRoll) -> RollCard:
+    who = "Game Master" if roll.by_gm else roll.author.get_username() if roll.author else "someone"
+    return RollCard(
+        id=roll.pk,
+        who=who,
+        by_gm=roll.by_gm,
+        formula=roll.formula,
+        mode=roll.mode,
+        dice=roll.dice,
+        discarded=roll.discarded,
+        modifier=roll.modifier,
+        total=roll.total,
+        created_at=roll.created_at,
+        turn_id=roll.turn_id,
+    )
+
+
+@dataclass
 class TurnCard:
-    """One turn of the feed with its messages and tool-call cards, as the page draws it."""
+    """One turn of the feed with its messages, the GM's rolls and tool-call cards, as the page
+    draws it."""
 
     id: int
     actor: str
     status: str
+    created_at: datetime
     messages: list[ChatMessage] = field(default_factory=list)
+    rolls: list[RollCard] = field(default_factory=list)
     calls: list[ToolCallCard] = field(default_factory=list)
     undoable: bool = False
     reverted: bool = False
     reverted_by: str = ""
     revert_reason: str = ""
     latest_gm: bool = False
+    kind = "turn"
 
     @property
     def gm(self) -> bool:
@@ -174,6 +226,7 @@ def feed(*, campaign: Campaign, user: Any, turn_id: Any = None) -> list[TurnCard
     """The last turns with their visible messages and tool calls, oldest first. The most
     recent GM turn is flagged; undone turns stay as a note of who undid them and why."""
     turns, messages, rows = turn_feed(campaign=campaign, limit=FEED_TURNS, turn_id=turn_id)
+    rolls = turn_rolls(campaign=campaign, turn_ids=[t.pk for t in turns])
     names = creature_names(campaign=campaign)
     can_revert_any = may_revert(user=user, campaign=campaign, actor_id=None)
     views = [
@@ -181,7 +234,9 @@ def feed(*, campaign: Campaign, user: Any, turn_id: Any = None) -> list[TurnCard
             id=t.pk,
             actor=t.actor.get_username(),
             status=t.status,
+            created_at=t.created_at,
             messages=messages[t.pk],
+            rolls=[roll_card(roll) for roll in rolls[t.pk]],
             calls=[_tool_call(row, names) for row in rows[t.pk]],
             undoable=can_revert_any or t.actor_id == user.pk,
             reverted=t.reverted_at is not None,
@@ -194,6 +249,21 @@ def feed(*, campaign: Campaign, user: Any, turn_id: Any = None) -> list[TurnCard
     if latest is not None and turn_id is None:
         latest.latest_gm = True
     return views
+
+
+def timeline(*, campaign: Campaign, user: Any) -> list[TurnCard | RollCard]:
+    """The whole feed, oldest first: the last turns, and the rolls players made between and
+    after them (the last FEED_ROLLS, none older than the oldest turn shown when turns were cut)."""
+    turns = feed(campaign=campaign, user=user)
+    rolls = [roll_card(r) for r in rolls_outside_turns(campaign=campaign, limit=FEED_ROLLS)]
+    if len(turns) == FEED_TURNS:
+        rolls = [r for r in rolls if r.created_at >= turns[0].created_at]
+    return sorted([*turns, *rolls], key=lambda entry: entry.created_at)
+
+
+def roll_entry(*, campaign: Campaign, roll_id: int) -> RollCard:
+    """One roll of the feed, for the script to draw when its `dice_rolled` event arrives."""
+    return roll_card(roll_get(campaign=campaign, roll_id=roll_id))
 
 
 def _tool_call(row: dict[str, Any], names: dict[int, str]) -> ToolCallCard:
@@ -223,7 +293,7 @@ def table(*, campaign: Campaign, user: Any) -> dict[str, Any]:
     return {
         "campaign": campaign,
         "board": board(state, people),
-        "turns": feed(campaign=campaign, user=user),
+        "feed": timeline(campaign=campaign, user=user),
         "seq": seq,
         "script_data": {
             "campaign": str(campaign.pk),

@@ -22,9 +22,9 @@ from web import presenters
 from web.accounts import SignupRateThrottle, too_many
 from web.forms import CampaignForm
 
-# A turn id as the URL converters take it: ASCII digits only (str.isdigit also takes "²", which
-# int() refuses), and short enough for a bigint.
-TURN_ID = re.compile(r"[0-9]{1,18}")
+# A turn's or roll's id as the URL converters take it: ASCII digits only (str.isdigit also takes
+# "²", which int() refuses), and short enough for a bigint.
+FEED_ID = re.compile(r"[0-9]{1,18}")
 
 
 def _member_campaign(request: HttpRequest, campaign_id: Any) -> Campaign:
@@ -72,17 +72,33 @@ def campaign_detail(request: HttpRequest, campaign_id: Any) -> HttpResponse:
 @login_required
 @require_GET
 def campaign_feed(request: HttpRequest, campaign_id: Any) -> HttpResponse:
-    """The feed as HTML, whole or one turn (`?turn=`): the script swaps it in after a turn
-    completes or is undone, and after a gap in the event stream."""
+    """The feed as HTML, whole, one turn (`?turn=`) or one roll (`?roll=`): the script swaps it
+    in after a turn completes or is undone, draws a roll when it is announced, and reloads the
+    whole after a gap in the event stream."""
     campaign = _member_campaign(request, campaign_id)
-    turn_id = request.GET.get("turn")
+    turn_id, roll_id = request.GET.get("turn"), request.GET.get("roll")
+    if roll_id is not None:
+        return _roll_fragment(request, campaign, roll_id)
     if turn_id is None:
         seq = presenters.event_seq(campaign)
-        turns = presenters.feed(campaign=campaign, user=request.user)
-        return render(request, "campaigns/_feed.html", {"turns": turns, "seq": seq})
-    if not TURN_ID.fullmatch(turn_id):
+        entries = presenters.timeline(campaign=campaign, user=request.user)
+        return render(request, "campaigns/_feed.html", {"feed": entries, "seq": seq})
+    if not FEED_ID.fullmatch(turn_id):
         raise Http404("No such turn.")
     turns = presenters.feed(campaign=campaign, user=request.user, turn_id=int(turn_id))
     if not turns:
         raise Http404("No such turn.")
     return render(request, "campaigns/_turn.html", {"turn": turns[0]})
+
+
+def _roll_fragment(request: HttpRequest, campaign: Campaign, roll_id: str) -> HttpResponse:
+    """A roll made during a turn (the GM's) is drawn inside its turn; a player's is an entry of
+    the feed of its own."""
+    if not FEED_ID.fullmatch(roll_id):
+        raise Http404("No such roll.")
+    try:
+        roll = presenters.roll_entry(campaign=campaign, roll_id=int(roll_id))
+    except NotFound as exc:
+        raise Http404("No such roll.") from exc
+    template = "campaigns/_roll.html" if roll.turn_id else "campaigns/_roll_entry.html"
+    return render(request, template, {"roll": roll})

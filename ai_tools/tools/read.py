@@ -1,15 +1,14 @@
-"""Read-only tools: looking at the table and rolling dice change nothing, so they are free."""
+"""Read-only tools: looking at the table and rolling dice change no game state, so they are free."""
 
 import random
-import re
 from typing import Any
 
-from ai_tools.base import ReadTool, ToolContext, ToolError
+from ai_tools.base import ReadTool, ToolContext
+from ai_tools.dice import dice_roll_show, roll
 from ai_tools.registry import register
 from ai_tools.tools.schema import obj
+from campaigns.models import DiceRoll
 from campaigns.selectors import campaign_state
-
-DICE = re.compile(r"^\s*(\d{0,2})d(\d{1,3})\s*([+-]\s*\d{1,4})?\s*$")
 
 
 @register
@@ -22,28 +21,23 @@ class GetState(ReadTool):
         return campaign_state(ctx.campaign)
 
 
-def roll(expression: str, rng: random.Random) -> dict[str, Any]:
-    match = DICE.match(expression)
-    if not match:
-        raise ToolError(f"Cannot read dice expression {expression!r}; use e.g. '2d6+3'.")
-    count, sides = int(match.group(1) or 1), int(match.group(2))
-    if not (1 <= count <= 50 and 2 <= sides <= 100):
-        raise ToolError("Dice must be 1-50 dice of 2-100 sides.")
-    modifier = int((match.group(3) or "0").replace(" ", ""))
-    rolls = [rng.randint(1, sides) for _ in range(count)]
-    return {
-        "expression": expression,
-        "rolls": rolls,
-        "modifier": modifier,
-        "total": sum(rolls) + modifier,
-    }
-
-
 @register
 class RollDice(ReadTool):
+    """The GM's roll is shown in the feed like a player's (`ai_tools.dice`): the table sees
+    the dice the narration rests on. Showing it changes no game state, so the tool stays a read."""
+
     name = "roll_dice"
     description = "Roll dice, e.g. '1d20+5' or '2d6'."
     schema = obj({"expression": {"type": "string", "maxLength": 20}}, ("expression",))
 
     def run(self, ctx: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
-        return roll(data["expression"], random.SystemRandom())
+        rolled = roll(data["expression"], random.SystemRandom())
+        dice_roll_show(
+            campaign=ctx.campaign,
+            author=None,
+            mode=DiceRoll.Mode.NORMAL,
+            rolls=[rolled],
+            turn=ctx.turn,
+            by_gm=True,
+        )
+        return rolled

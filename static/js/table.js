@@ -7,8 +7,8 @@
 // live and after a reload. Everything that changes the game goes through the REST API.
 
 const boot = JSON.parse(document.getElementById("table-data").textContent);
-const API = `/api/campaigns/${boot.campaign}`;
-const PAGE = `/campaigns/${boot.campaign}`;
+export const API = `/api/campaigns/${boot.campaign}`;
+export const PAGE = `/campaigns/${boot.campaign}`;
 const csrfToken = document.querySelector("#say [name=csrfmiddlewaretoken]").value;
 const people = boot.people;
 
@@ -18,7 +18,7 @@ let socket = null;
 
 const $ = (selector, root = document) => root.querySelector(selector);
 const $$ = (selector, root = document) => [...root.querySelectorAll(selector)];
-const feed = () => $("#feed");
+export const feed = () => $("#feed");
 
 function h(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
@@ -39,7 +39,7 @@ function fragment(html) {
 
 // ---- talking to the server ---------------------------------------------------------------
 
-function request(method, url, body) {
+export function request(method, url, body) {
   const headers = { Accept: "application/json" };
   if (body !== undefined) {
     headers["Content-Type"] = "application/json";
@@ -53,13 +53,13 @@ function request(method, url, body) {
   });
 }
 
-async function fetchHTML(url) {
+export async function fetchHTML(url) {
   const response = await fetch(url, { credentials: "same-origin", headers: { Accept: "text/html" } });
   if (!response.ok) throw new Error(`${url} answered ${response.status}`);
   return fragment(await response.text()).firstElementChild;
 }
 
-async function problem(response) {
+export async function problem(response) {
   try {
     const body = await response.json();
     if (typeof body.detail === "string") return body.detail;
@@ -248,7 +248,7 @@ function renderBoard() {
 
 // ---- the feed ------------------------------------------------------------------------------
 
-function keepingScroll(change) {
+export function keepingScroll(change) {
   const list = feed();
   const atBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 80;
   change();
@@ -257,7 +257,7 @@ function keepingScroll(change) {
 
 const turnNode = (turnId) => $(`:scope > [data-turn="${turnId}"]`, feed());
 
-function turnBlock(turnId) {
+export function turnBlock(turnId) {
   let block = turnNode(turnId);
   if (!block) {
     block = h("li", { class: "turn", dataset: { turn: turnId, gm: "0", undoable: "0" } });
@@ -266,7 +266,7 @@ function turnBlock(turnId) {
   return block;
 }
 
-function addToTurn(block, node) {
+export function addToTurn(block, node) {
   block.insertBefore(node, $(":scope > .calls, :scope > .undo", block));
 }
 
@@ -369,6 +369,12 @@ const HANDLERS = {
     refreshTurn(turn);
   },
 };
+
+// The page's other modules (dice.js) handle event types of their own: one handler a type.
+export function onEvent(type, handler) {
+  if (type in HANDLERS) throw new Error(`${type} already has a handler`);
+  HANDLERS[type] = handler;
+}
 
 let resyncing = null;
 const held = [];
@@ -788,4 +794,6 @@ document.addEventListener("click", (event) => {
 renderBoard();
 refreshUndo();
 feed().scrollTop = feed().scrollHeight;
-connect();
+// After every module of the page has run (deferred scripts run before this event), so each
+// has registered its handlers before the first event can arrive.
+document.addEventListener("DOMContentLoaded", connect);

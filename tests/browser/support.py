@@ -1,5 +1,6 @@
 """Driving Debian's Chromium through Playwright (its own browser download is not used)."""
 
+import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -24,6 +25,18 @@ T = TypeVar("T")
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
 expect.set_options(timeout=20_000)
+
+
+def chromium_missing() -> str | None:
+    """What to tell someone whose machine lacks the browser, in one line (read when the tests
+    are collected: `make test` stops with it instead of each browser test's stack trace)."""
+    if os.access(CHROMIUM, os.X_OK):
+        return None
+    return (
+        f"The browser tests (marked 'browser') need Debian's Chromium at {CHROMIUM}, which is "
+        f"missing: install it (apt-get install chromium), or leave them out: "
+        f"make test PYTEST_ARGS=\"-m 'not browser'\""
+    )
 
 
 @contextmanager

@@ -21,7 +21,7 @@ PAGES = {
     "/": ["next"],
     "/campaigns/": ["page", "q"],
     "/campaigns/{campaign}/": ["turn", "seq"],
-    "/campaigns/{campaign}/feed/": ["turn"],
+    "/campaigns/{campaign}/feed/": ["turn", "roll"],
     "/accounts/login/": ["next"],
     "/accounts/signup/": ["next"],
     "/accounts/logout/": ["next"],

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from web.api import auth, views
+from web.api import auth, rolls, views
 
 CAMPAIGN = "campaigns/<uuid:campaign_id>/"
 
@@ -22,4 +22,5 @@ urlpatterns = [
     path(CAMPAIGN + "chapters/", views.ChapterCreateView.as_view(), name="api-chapters"),
     path(CAMPAIGN + "dungeons/", views.DungeonCreateView.as_view(), name="api-dungeons"),
     path(CAMPAIGN + "turns/", views.TurnListView.as_view(), name="api-turns"),
+    path(CAMPAIGN + "rolls/", rolls.RollListView.as_view(), name="api-rolls"),
 ]

@@ -1,0 +1,186 @@
+"""`make run` (scripts/run.py): the Procfile's web server and worker start in one command on the
+embedded default, serve, and stop together on Ctrl-C; a busy port is refused at once."""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVE_DEADLINE = 120  # migrations of a fresh SQLite database on a busy 2-core machine, and start-up
+STOP_DEADLINE = 20  # honcho's SIGTERM, then its SIGKILL after 5 s
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def run_env(tmp_path: Path) -> dict[str, str]:
+    """The embedded default on a database of the test's own: no PostgreSQL, no Redis."""
+    ignored = ("DATABASE_URL", "REDIS_URL", "PORT", "WEB_BIND")
+    env = {k: v for k, v in os.environ.items() if k not in ignored and not k.startswith("DJANGO_")}
+    return {**env, "SQLITE_PATH": str(tmp_path / "run.sqlite3"), "GM_PROVIDER": "scripted"}
+
+
+def descendants(pid: int) -> set[int]:
+    """Every live process below `pid`, read from /proc (zombies are dead: they count as gone)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        state, parent = stat.rsplit(")", 1)[1].split()[:2]
+        if state != "Z":
+            children.setdefault(int(parent), []).append(int(entry.name))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def command_line(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+@dataclass
+class Run:
+    process: subprocess.Popen
+    lines: list[str]
+    seen: set[int] = field(default_factory=set)
+
+    def children(self) -> set[int]:
+        """The processes below the run now; every one ever seen is remembered for clean-up."""
+        now = descendants(self.process.pid)
+        self.seen |= now
+        return now
+
+
+@contextmanager
+def started(port: int, tmp_path: Path) -> Iterator[Run]:
+    """`make run PORT=port` as a terminal starts it: in a session of its own, so Ctrl-C (SIGINT
+    to the foreground process group) can be sent as a terminal sends it. Output is collected
+    line by line; whatever the test does, nothing it saw outlives it."""
+    process = subprocess.Popen(
+        [sys.executable, "scripts/run.py", "--port", str(port)],
+        cwd=ROOT,
+        env=run_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    run = Run(process, [])
+    threading.Thread(target=lambda: run.lines.extend(process.stdout), daemon=True).start()
+    try:
+        yield run
+    finally:
+        if process.poll() is None:
+            run.children()
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=STOP_DEADLINE)
+        for pid in run.seen:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def wait_for(condition, deadline: float, what: str, lines: list[str]):
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        result = condition()
+        if result:
+            return result
+        time.sleep(0.2)
+    pytest.fail(f"{what} within {deadline} s; output:\n{''.join(lines)}")
+
+
+def login_page_status(port: int) -> int | None:
+    try:
+        url = f"http://127.0.0.1:{port}/accounts/login/"
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status
+    except (urllib.error.URLError, OSError):
+        return None
+
+
+def test_make_run_serves_runs_a_worker_and_ctrl_c_stops_every_process(tmp_path):
+    port = free_port()
+    with started(port, tmp_path) as run:
+        wait_for(lambda: login_page_status(port) == 200, SERVE_DEADLINE, "no 200", run.lines)
+
+        def workers() -> list[int]:
+            return [p for p in run.children() if "db_worker" in command_line(p)]
+
+        wait_for(workers, SERVE_DEADLINE, "no db_worker process", run.lines)
+        wait_for(lambda: any("worker.1" in x for x in run.lines), 10, "no worker.1", run.lines)
+        assert any("web.1" in line for line in run.lines)
+        children = run.children()
+        assert any("daphne" in command_line(p) for p in children)
+
+        os.killpg(run.process.pid, signal.SIGINT)  # Ctrl-C in the terminal
+
+        run.process.wait(timeout=STOP_DEADLINE)
+        wait_for(lambda: not any(map(alive, children)), STOP_DEADLINE, "a child left", run.lines)
+        assert run.process.returncode == 130  # honcho: interrupted
+        assert any("SIGINT received" in line for line in run.lines)
+        assert login_page_status(port) is None
+
+
+def refused(tmp_path: Path, port: str) -> subprocess.CompletedProcess:
+    """A run that must stop before it starts anything: well within this timeout."""
+    return subprocess.run(
+        [sys.executable, "scripts/run.py", "--port", port],
+        cwd=ROOT,
+        env=run_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+
+
+def test_a_busy_port_is_refused_at_once_before_anything_starts(tmp_path):
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        port = squatter.getsockname()[1]
+        result = refused(tmp_path, str(port))
+    assert result.returncode == 1
+    message = result.stderr.strip()
+    assert message.splitlines() == [message]  # one line, no traceback
+    assert f"cannot serve on 127.0.0.1:{port}" in message
+    assert f"make run PORT={port + 1}" in message
+    assert not (tmp_path / "run.sqlite3").exists()  # no migration ran
+
+
+def test_a_port_that_is_not_a_number_is_refused(tmp_path):
+    result = refused(tmp_path, "80a")
+    assert result.returncode == 2
+    assert "'80a' is not a port number" in result.stderr
