@@ -8,8 +8,13 @@ from ai_tools import registry
 from ai_tools.base import ToolContext
 from campaigns.models import DiceRoll
 from campaigns.services import message_post, turn_create
-from tests.browser.support import chromium, outside_the_browser_loop, screenshot, signed_in_page
-from tests.browser.test_live_table import open_table
+from tests.browser.support import (
+    chromium,
+    open_table,
+    outside_the_browser_loop,
+    screenshot,
+    signed_in_page,
+)
 from tests.conftest import World
 from tests.realtime.conftest import redis_only
 
@@ -24,7 +29,7 @@ def test_a_roll_reaches_the_other_player_live_with_each_die_and_the_total(
         player = signed_in_page(browser, asgi_server, world.player.username)
         other = signed_in_page(browser, asgi_server, world.other.username)
         for page in (player, other):
-            open_table(page, world)
+            open_table(page, world.campaign.pk)
 
         player.get_by_label("Dice", exact=True).fill("2d6+3")
         player.get_by_label("Advantage").select_option("advantage")
@@ -65,7 +70,7 @@ def test_the_gms_roll_appears_live_inside_its_turn(live_world: World, asgi_serve
     message_post(turn=turn, author=None, role="gm", source="ai_tool_execution", content="Roll.")
     with chromium() as browser:
         page = signed_in_page(browser, asgi_server, world.other.username)
-        open_table(page, world)
+        open_table(page, world.campaign.pk)
         gm = outside_the_browser_loop(lambda: gm_rolls(world, turn))
         inside = page.locator(f'#feed [data-turn="{turn.pk}"] [data-roll="{gm.pk}"]')
         expect(inside.locator(".author")).to_contain_text("Game Master")
