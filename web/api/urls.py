@@ -2,9 +2,10 @@
 
 from django.urls import path
 
-from web.api import auth, views
+from web.api import auth, turns, views
 
 CAMPAIGN = "campaigns/<uuid:campaign_id>/"
+TURN = CAMPAIGN + "turns/<int:turn_id>/"
 
 urlpatterns = [
     path("auth/token/", auth.TokenView.as_view(), name="api-token"),
@@ -22,4 +23,6 @@ urlpatterns = [
     path(CAMPAIGN + "chapters/", views.ChapterCreateView.as_view(), name="api-chapters"),
     path(CAMPAIGN + "dungeons/", views.DungeonCreateView.as_view(), name="api-dungeons"),
     path(CAMPAIGN + "turns/", views.TurnListView.as_view(), name="api-turns"),
+    path(TURN + "cancel/", turns.TurnCancelView.as_view(), name="api-turn-cancel"),
+    path(TURN + "retry/", turns.TurnRetryView.as_view(), name="api-turn-retry"),
 ]
