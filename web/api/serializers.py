@@ -188,7 +188,7 @@ class TurnSerializer(serializers.ModelSerializer):
     )
     cancel_requested = serializers.SerializerMethodField()
     retry_of = serializers.PrimaryKeyRelatedField(
-        read_only=True, help_text="The undone turn this one runs the GM again on."
+        read_only=True, allow_null=True, help_text="The undone turn this one runs the GM again on."
     )
 
     class Meta:
