@@ -208,7 +208,6 @@ class TurnSerializer(serializers.ModelSerializer):
             "invocations",
         ]
 
-
     def get_cancel_requested(self, turn: Turn) -> bool:
         """Someone asked the GM to stop: a running turn stops at its next step."""
         return turn.cancel_requested_at is not None
