@@ -49,8 +49,8 @@ def run_turn(turn_id: int) -> str:
 
 
 @task(priority=WATCH_PRIORITY)
-def watch_turn(turn_id: int) -> str:
-    return turn_watch(turn_id=turn_id)
+def watch_turn(turn_id: int, attempt: int) -> str:
+    return turn_watch(turn_id=turn_id, attempt=attempt)
 
 
 def turn_enqueue(turn: Turn) -> None:
@@ -58,11 +58,12 @@ def turn_enqueue(turn: Turn) -> None:
     deadline = lease_deadline()
     Turn.objects.filter(pk=turn.pk).update(lease_expires_at=deadline)
     run_turn.enqueue(turn.pk)
-    _watch_at(turn.pk, deadline)
+    _watch_at(turn, deadline)
 
 
-def _watch_at(turn_id: int, at: datetime) -> None:
-    watch_turn.using(run_after=at + WATCH_GRACE).enqueue(turn_id)
+def _watch_at(turn: Turn, at: datetime) -> None:
+    """One watchdog per attempt: a claim starts a new one, and the previous one then ends."""
+    watch_turn.using(run_after=at + WATCH_GRACE).enqueue(turn.pk, turn.attempts)
 
 
 def turn_claim(*, campaign_id: Any, turn_id: int | None = None) -> Claim | None:
@@ -91,6 +92,7 @@ def turn_claim(*, campaign_id: Any, turn_id: int | None = None) -> Claim | None:
         turn.refresh_from_db()
         if turn.attempts == 1:
             transcript_open(turn=turn, state=campaign_state(campaign))
+        _watch_at(turn, turn.lease_expires_at)
         return Claim(turn=turn, owner=owner, attempt=turn.attempts)
 
 
@@ -109,20 +111,23 @@ def _enqueue_next(campaign_id: Any) -> None:
         run_turn.enqueue(following.pk)
 
 
-def turn_watch(*, turn_id: int) -> str:
+def turn_watch(*, turn_id: int, attempt: int) -> str:
     """Look at a turn whose lease (or wait) may have run out, and act: resume a turn whose
-    worker died, fail it past GM_MAX_ATTEMPTS, hand a stranded queued turn to a worker."""
+    worker died, fail it past GM_MAX_ATTEMPTS, hand a stranded queued turn to a worker. The
+    watchdog of an earlier `attempt` than the turn's ends: the latest claim has its own."""
     turn = Turn.objects.filter(pk=turn_id).first()
     if turn is None:
         return "gone"
     with transaction.atomic(durable=True):
         turn = turn_lock(turn)
+        if turn.attempts != attempt:
+            return "superseded"
         if turn.status == Turn.Status.QUEUED:
             return _watch_queued(turn)
         if turn.status != Turn.Status.RUNNING:
             return "ended"
         if turn.lease_expires_at > timezone.now():
-            _watch_at(turn.pk, turn.lease_expires_at)
+            _watch_at(turn, turn.lease_expires_at)
             return "alive"
         return _recover(turn)
 
@@ -133,7 +138,7 @@ def _watch_queued(turn: Turn) -> str:
     (a worker died between taking the task and claiming the turn): it gets another."""
     now = timezone.now()
     if turn.lease_expires_at is not None and turn.lease_expires_at > now:
-        _watch_at(turn.pk, turn.lease_expires_at)
+        _watch_at(turn, turn.lease_expires_at)
         return "waiting"
     turns = Turn.objects.filter(campaign_id=turn.campaign_id)
     stranded = (
@@ -144,7 +149,7 @@ def _watch_queued(turn: Turn) -> str:
     Turn.objects.filter(pk=turn.pk).update(lease_expires_at=deadline)
     if stranded:
         run_turn.enqueue(turn.pk)
-    _watch_at(turn.pk, deadline)
+    _watch_at(turn, deadline)
     return "re-enqueued" if stranded else "waiting"
 
 
@@ -166,7 +171,7 @@ def _recover(turn: Turn) -> str:
             status=Turn.Status.QUEUED, lease_owner="", lease_expires_at=deadline
         )
         run_turn.enqueue(turn.pk)
-        _watch_at(turn.pk, deadline)
+        _watch_at(turn, deadline)
         return "resumed"
     _enqueue_next(turn.campaign_id)
     return outcome
@@ -180,6 +185,6 @@ def turns_recover() -> dict[str, list[int]]:
         lease_expires_at__lte=timezone.now(),
     ).order_by("pk")
     outcomes: dict[str, list[int]] = {}
-    for turn_id in overdue.values_list("pk", flat=True):
-        outcomes.setdefault(turn_watch(turn_id=turn_id), []).append(turn_id)
+    for turn_id, attempt in overdue.values_list("pk", "attempts"):
+        outcomes.setdefault(turn_watch(turn_id=turn_id, attempt=attempt), []).append(turn_id)
     return outcomes

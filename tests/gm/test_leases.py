@@ -55,27 +55,35 @@ def expire(turn: Turn, *, attempts: int | None = None) -> None:
     )
 
 
-def watches(turn: Turn) -> list[DBTaskResult]:
-    return [
-        t
+def watches(turn: Turn) -> list[tuple[int, object]]:
+    """The turn's pending watchdogs: (attempt, due)."""
+    return sorted(
+        (t.args_kwargs["args"][1], t.run_after)
         for t in DBTaskResult.objects.filter(status="READY", task_path="gm.tasks.watch_turn")
-        if t.args_kwargs["args"] == [turn.pk]
-    ]
+        if t.args_kwargs["args"][0] == turn.pk
+    )
 
 
-def test_a_claim_takes_a_lease_and_schedules_the_watchdog_at_its_end(world, settings):
+def watch(turn: Turn) -> str:
+    return turn_watch(turn_id=turn.pk, attempt=Turn.objects.get(pk=turn.pk).attempts)
+
+
+def test_a_claim_takes_a_lease_and_its_own_watchdog_at_the_lease_end(world, settings):
     settings.GM_LEASE_SECONDS = 45
     turn = submit(world)
-    [waiting] = watches(turn)
+    [(queued_attempt, waiting)] = watches(turn)
+    assert queued_attempt == 0
     claim = turn_claim(campaign_id=world.campaign.pk)
 
     turn.refresh_from_db()
     assert (turn.status, turn.attempts, turn.lease_owner) == ("running", 1, claim.owner)
     remaining = (turn.lease_expires_at - timezone.now()).total_seconds()
     assert 40 < remaining <= 45
-    assert turn_watch(turn_id=turn.pk) == "alive"  # the lease runs: look again at its end
-    later = [w for w in watches(turn) if w.pk != waiting.pk]
-    assert [w.run_after for w in later] == [turn.lease_expires_at + timedelta(seconds=1)]
+    due = turn.lease_expires_at + timedelta(seconds=1)
+    assert watches(turn) == [(0, waiting), (1, due)]
+    assert turn_watch(turn_id=turn.pk, attempt=0) == "superseded"  # the queued turn's watchdog
+    assert turn_watch(turn_id=turn.pk, attempt=1) == "alive"  # the lease runs: look again later
+    assert watches(turn) == [(0, waiting), (1, due), (1, due)]
 
 
 def test_an_expired_lease_puts_the_turn_back_in_the_queue_to_resume(world, events):
@@ -83,7 +91,7 @@ def test_an_expired_lease_puts_the_turn_back_in_the_queue_to_resume(world, event
     turn_claim(campaign_id=world.campaign.pk)
     expire(turn)
 
-    assert turn_watch(turn_id=turn.pk) == "resumed"
+    assert watch(turn) == "resumed"
 
     turn.refresh_from_db()
     assert (turn.status, turn.lease_owner, turn.attempts) == ("queued", "", 1)
@@ -108,7 +116,7 @@ def test_past_the_last_attempt_the_turn_fails_plainly_keeping_what_it_did(
         claim_run(claim, Provider(dies_after_a_hit))
     expire(turn, attempts=2)
     with django_capture_on_commit_callbacks(execute=True):
-        assert turn_watch(turn_id=turn.pk) == "failed"
+        assert watch(turn) == "failed"
 
     turn.refresh_from_db()
     assert (turn.status, turn.lease_owner, turn.lease_expires_at) == ("failed", "", None)
@@ -151,7 +159,7 @@ def test_a_turn_cancelled_while_its_worker_was_dead_ends_cancelled(world, events
         cancel_requested_at=timezone.now(), cancel_requested_by=world.owner
     )
     expire(turn)
-    assert turn_watch(turn_id=turn.pk) == "cancelled"
+    assert watch(turn) == "cancelled"
     turn.refresh_from_db()
     assert turn.status == "cancelled"
     assert ChatMessage.objects.get(turn=turn, role="system").content == (
@@ -164,7 +172,7 @@ def test_a_queued_turn_that_lost_its_task_is_handed_to_a_worker_again(world, run
     DBTaskResult.objects.filter(task_path="gm.tasks.run_turn").update(status="RUNNING")  # lost
     expire(turn)
 
-    assert turn_watch(turn_id=turn.pk) == "re-enqueued"
+    assert watch(turn) == "re-enqueued"
     run_gm_tasks()
     assert Turn.objects.get(pk=turn.pk).status == "completed"
 
@@ -172,7 +180,7 @@ def test_a_queued_turn_that_lost_its_task_is_handed_to_a_worker_again(world, run
 def test_a_queued_turn_behind_another_just_waits(world):
     first, second = submit(world), submit(world, "I attack the orc")
     expire(second)
-    assert turn_watch(turn_id=second.pk) == "waiting"
+    assert watch(second) == "waiting"
     assert DBTaskResult.objects.filter(task_path="gm.tasks.run_turn").count() == 2
     assert Turn.objects.get(pk=first.pk).status == "queued"
 

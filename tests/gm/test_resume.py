@@ -107,7 +107,7 @@ def test_a_scripted_turn_resumed_after_a_crash_applies_each_call_once(
     run_until_crash(turn)
     lease_runs_out(turn)
 
-    assert turn_watch(turn_id=turn.pk) == "resumed"
+    assert turn_watch(turn_id=turn.pk, attempt=1) == "resumed"
     assert Turn.objects.get(pk=turn.pk).status == Turn.Status.QUEUED
     run_gm_tasks()
 
@@ -136,7 +136,7 @@ def test_the_resumed_narration_is_the_first_attempts_word_for_word(
     crash_once(monkeypatch, "call_tool", after=True)
     run_until_crash(twin)
     lease_runs_out(twin)
-    turn_watch(turn_id=twin.pk)
+    turn_watch(turn_id=twin.pk, attempt=1)
     run_gm_tasks()
     stored = "".join(GMRound.objects.filter(turn=twin).values_list("text", flat=True)).strip()
     assert gm_reply(twin) == stored
@@ -170,7 +170,7 @@ def test_a_claude_turn_resumes_from_its_transcript_without_asking_stored_rounds_
     crash_once(monkeypatch, where, after=after)
     run_until_crash(turn)
     lease_runs_out(turn)
-    turn_watch(turn_id=turn.pk)
+    turn_watch(turn_id=turn.pk, attempt=1)
     run_gm_tasks()
 
     turn.refresh_from_db()
