@@ -7,7 +7,7 @@ from audit.models import SecurityEvent, ToolInvocation
 from audit.services import invocation_dispatch
 from campaigns.models import Creature, Turn
 from campaigns.services import membership_add, turn_create
-from gm.services import gm_turn_run
+from gm.services import gm_turn_run, turn_submit
 from tests.browser.support import (
     chromium,
     outside_the_browser_loop,
@@ -21,7 +21,8 @@ pytestmark = pytest.mark.browser
 
 def attack(world: World) -> Turn:
     """The player's finished turn: the scripted GM hits the goblin."""
-    return gm_turn_run(turn=world.turn(message="I attack the goblin"))
+    queued = turn_submit(campaign=world.campaign, actor=world.player, message="I attack the goblin")
+    return gm_turn_run(turn=queued)
 
 
 def open_table(page: Page, world: World) -> None:
