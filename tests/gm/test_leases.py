@@ -11,7 +11,8 @@ from django_tasks_db.models import DBTaskResult
 
 from audit.models import ToolInvocation
 from campaigns.models import ChatMessage, Turn
-from gm.base import GMProvider, Session
+from gm.base import GMProvider, Session, TurnStopped
+from gm.models import GMRound
 from gm.runner import claim_run
 from gm.services import gm_turn_run, turn_submit
 from gm.tasks import turn_claim, turn_watch
@@ -236,3 +237,20 @@ def test_the_heartbeat_stops_a_runner_whose_turn_went_elsewhere(world, settings)
     assert 0 < len(said) < DEADLINE / 0.05
     assert (ended.status, ended.lease_owner) == ("running", "another:1:abc")
     assert list(ChatMessage.objects.filter(turn=turn).values_list("role", flat=True)) == ["player"]
+
+
+def test_a_runner_that_lost_its_lease_stores_no_more_rounds(world, play):
+    stopped = []
+
+    def taken_over(session):
+        Turn.objects.filter(pk=session.context.turn.pk).update(lease_owner="another:1:abc")
+        try:
+            session.record_round(content=[], stop_reason="end_turn", model="test/gm-1", text="")
+        except TurnStopped as stop:
+            stopped.append(stop.why)
+            raise
+
+    turn = play("I wait", provider=Provider(taken_over))
+
+    assert stopped == [TurnStopped.LOST]
+    assert not GMRound.objects.filter(turn=turn).exists()
