@@ -20,6 +20,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,11 +69,9 @@ def _release_database_connections() -> None:
             connection.close_pool()
 
 
-@pytest.fixture
-def asgi_server(transactional_db, settings) -> Iterator[str]:
-    """The whole app (HTTP, websockets, static files) on a free localhost port, answering
-    turns with the scripted GM whatever the environment says."""
-    settings.GM_PROVIDER = "scripted"
+@contextmanager
+def _daphne() -> Iterator[str]:
+    """The whole app (HTTP, websockets, static files) in a forked Daphne on a free port."""
     _release_database_connections()
     process = DaphneProcess(host="127.0.0.1", get_application=_application)
     # Nor its thread for database work from async code: once a test here has used it, the
@@ -94,6 +93,21 @@ def asgi_server(transactional_db, settings) -> Iterator[str]:
     finally:
         process.terminate()
         process.join(timeout=10)
+
+
+@pytest.fixture
+def asgi_server(transactional_db) -> Iterator[str]:
+    """The whole app (HTTP, websockets, static files) on a free localhost port. GM turns
+    posted to it are queued: a test that wants them answered starts a worker (`gm_worker`)."""
+    with _daphne() as url:
+        yield url
+
+
+@pytest.fixture
+def asgi_server_b(asgi_server) -> Iterator[str]:
+    """A second server on the same database, as a second instance behind a load balancer."""
+    with _daphne() as url:
+        yield url
 
 
 @pytest.fixture
