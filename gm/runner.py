@@ -149,7 +149,7 @@ def _note(turn: Turn, status: str, *, reason: str, unfinished: bool, has_calls: 
         return ""
     if status == Turn.Status.FAILED:
         note = f"The GM could not finish this turn: {reason}"
-    elif turn.status == Turn.Status.QUEUED:
+    elif turn.status == Turn.Status.QUEUED and turn.attempts == 0:
         return f"{_who(turn)} cancelled this turn before the GM answered it."
     else:
         note = f"{_who(turn)} stopped the GM on this turn."

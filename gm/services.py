@@ -13,6 +13,7 @@ from core.errors import Conflict
 from gm.base import GMProvider
 from gm.runner import claim_run, turn_close
 from gm.tasks import turn_claim, turn_enqueue, turn_enqueue_next
+from gm.transcript import transcript_text
 
 STOPPABLE = (Turn.Status.QUEUED, Turn.Status.RUNNING, Turn.Status.AWAITING_APPROVAL)
 
@@ -64,8 +65,8 @@ def turn_cancel(*, campaign_id: Any, turn_id: Any, user: Any) -> Turn:
         if turn.cancel_requested_at is None:
             turn.cancel_requested_at, turn.cancel_requested_by = timezone.now(), user
             turn.save(update_fields=["cancel_requested_at", "cancel_requested_by"])
-        if turn.status == Turn.Status.QUEUED:
-            turn_close(turn, status=Turn.Status.CANCELLED)
+        if turn.status == Turn.Status.QUEUED:  # perhaps waiting to resume: keep what it said
+            turn_close(turn, status=Turn.Status.CANCELLED, text=transcript_text(turn=turn))
     turn.refresh_from_db()
     return turn
 

@@ -26,9 +26,8 @@ from audit.services.common import campaign_lock
 from campaigns.models import Turn
 from campaigns.selectors import campaign_state
 from gm.lease import WATCH_GRACE, lease_deadline, new_owner
-from gm.models import GMRound
 from gm.runner import Claim, claim_run, turn_close
-from gm.transcript import transcript_open, turn_lock
+from gm.transcript import transcript_open, transcript_text, turn_lock
 
 # Watchdogs go before turns waiting in the queue, so recovery stays bounded under a backlog.
 WATCH_PRIORITY = 10
@@ -155,15 +154,13 @@ def _watch_queued(turn: Turn) -> str:
 
 def _recover(turn: Turn) -> str:
     """The lease ran out: the runner died (or stalled past it). Assumes the turn's locks."""
-    kept = "".join(
-        GMRound.objects.filter(turn=turn).order_by("index").values_list("text", flat=True)
-    )
+    kept = transcript_text(turn=turn)
     if turn.cancel_requested_at is not None or turn.reverted_at is not None:
-        turn_close(turn, status=Turn.Status.CANCELLED, text=kept.strip())
+        turn_close(turn, status=Turn.Status.CANCELLED, text=kept)
         outcome = "cancelled"
     elif turn.attempts >= settings.GM_MAX_ATTEMPTS:
         reason = f"the worker running it stopped responding ({turn.attempts} attempts)."
-        turn_close(turn, status=Turn.Status.FAILED, text=kept.strip(), reason=reason)
+        turn_close(turn, status=Turn.Status.FAILED, text=kept, reason=reason)
         outcome = "failed"
     else:
         deadline = lease_deadline()

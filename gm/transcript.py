@@ -37,6 +37,13 @@ def transcript_open(*, turn: Turn, state: dict[str, Any]) -> dict[str, Any]:
     return transcript.state
 
 
+def transcript_text(*, turn: Turn) -> str:
+    """The narration of the turn's stored rounds: what a turn that ends without its runner
+    (cancelled while queued to resume, failed by its watchdog) keeps as the GM's words."""
+    said = GMRound.objects.filter(turn=turn).order_by("index").values_list("text", flat=True)
+    return "".join(said).strip()
+
+
 def transcript_rounds(*, turn: Turn) -> list[Round]:
     return [_round(row) for row in GMRound.objects.filter(turn=turn).order_by("index")]
 

@@ -13,7 +13,7 @@ from audit.services import invocation_dispatch
 from campaigns.models import ChatMessage, Turn
 from core.errors import AuditLogFailure
 from gm.models import GMRound, GMTranscript
-from gm.services import gm_turn_run, turn_submit
+from gm.services import gm_turn_run, turn_cancel, turn_submit
 from gm.session import TurnSession
 from gm.tasks import turn_watch
 from tests.gm.conftest import of_turn
@@ -227,3 +227,25 @@ def test_the_database_refuses_a_second_row_for_a_tool_use(world):
         ToolInvocation.objects.create(**{k: v for k, v in twin.items() if k != "id"})
     blank = {**twin, "tool_use_id": "", "sequence": row.sequence + 2}
     ToolInvocation.objects.create(**{k: v for k, v in blank.items() if k != "id"})
+
+
+def test_a_turn_cancelled_while_queued_to_resume_says_what_it_did(world, monkeypatch, run_gm_tasks):
+    turn = submit(world, TWO_ACTIONS)
+    crash_once(monkeypatch, "call_tool", after=True)  # the first call committed
+    run_until_crash(turn)
+    lease_runs_out(turn)
+    turn_watch(turn_id=turn.pk, attempt=1)
+
+    cancelled = turn_cancel(campaign_id=world.campaign.pk, turn_id=turn.pk, user=world.player)
+
+    assert cancelled.status == Turn.Status.CANCELLED
+    # The scripted GM narrates a call's outcome in the next round, which was never stored.
+    assert not ChatMessage.objects.filter(turn=turn, role=ChatMessage.Role.GM).exists()
+    note = ChatMessage.objects.get(turn=turn, role=ChatMessage.Role.SYSTEM).content
+    assert note == (
+        "player stopped the GM on this turn. Its tool calls so far are in the log and can be "
+        "undone."
+    )
+    assert calls(turn) == [("modify_creature", "scripted-1", "committed")]
+    run_gm_tasks()  # its resume task finds nothing to run
+    assert calls(turn) == [("modify_creature", "scripted-1", "committed")]
