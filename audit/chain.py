@@ -40,6 +40,7 @@ HASHED_FIELDS = (
     "turn_id",
     "sequence",
     *ToolInvocation.CALL,
+    "tool_use_id",
     "revert_snapshot",
     "post_state",
     "write_set",
@@ -115,6 +116,9 @@ def row_hash(row: Any, prev_hash: str, *, status: str | None = None) -> str:
     """The seal of an invocation row, `status` being its status when it was sealed."""
     payload = {name: getattr(row, name) for name in HASHED_FIELDS}
     payload["status"] = row.status if status is None else status
+    if not payload["tool_use_id"]:
+        # Rows sealed before the column existed keep their seal: an empty id is left out.
+        del payload["tool_use_id"]
     return _hmac("invocation", prev_hash, payload)
 
 

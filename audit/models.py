@@ -42,6 +42,9 @@ class ToolInvocation(Revertible):
     )
     sequence = models.BigIntegerField()
     tool_name = models.CharField(max_length=64)
+    # The model's id for this call (a GM turn's tool_use block): a turn resumed after a crash
+    # runs the same tool_use again, and finds it here instead of applying it twice.
+    tool_use_id = models.CharField(max_length=100, blank=True, default="")
     tool_tier = models.CharField(max_length=16, choices=Tier.choices, blank=True, default="")
     # Null only when the caller sent JSON null: a failed row keeps what was sent, whatever it is.
     input = models.JSONField(null=True)
@@ -70,7 +73,12 @@ class ToolInvocation(Revertible):
         ordering = ["-sequence"]
         permissions = [("revert_toolinvocation", "Can revert any tool invocation")]
         constraints = [
-            models.UniqueConstraint(fields=["campaign", "sequence"], name="invocation_seq_unique")
+            models.UniqueConstraint(fields=["campaign", "sequence"], name="invocation_seq_unique"),
+            models.UniqueConstraint(
+                fields=["campaign", "turn", "tool_use_id"],
+                condition=~models.Q(tool_use_id=""),
+                name="invocation_tool_use_once",
+            ),
         ]
         indexes = [
             models.Index(

@@ -309,22 +309,54 @@ class Episode(models.Model):
 
 
 class Turn(Revertible):
-    """One interaction: a player's message, the GM's reply and the tool calls it made."""
+    """One interaction: a player's message, the GM's reply and the tool calls it made.
+
+    A turn the GM answers is `queued` until a worker claims it, `running` while a worker holds
+    its lease (`lease_owner` until `lease_expires_at`, renewed by the worker's heartbeat), then
+    `completed`, `failed` or `cancelled`. A turn posted without the GM stays `open`.
+    """
 
     class Status(models.TextChoices):
         OPEN = "open"
+        QUEUED = "queued"
         RUNNING = "running"
         AWAITING_APPROVAL = "awaiting_approval"
         COMPLETED = "completed"
         FAILED = "failed"
+        CANCELLED = "cancelled"
 
     campaign = campaign_key("turns")
     actor = models.ForeignKey(User, on_delete=models.PROTECT, related_name="turns")
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.OPEN)
     created_at = models.DateTimeField(auto_now_add=True)
+    # The GM's lease: which runner holds the turn (host:pid:nonce) and until when. A queued
+    # turn's expiry is when its watchdog looks whether a worker has picked it up.
+    lease_owner = models.CharField(max_length=100, blank=True, default="")
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    cancel_requested_at = models.DateTimeField(null=True, blank=True)
+    cancel_requested_by = models.ForeignKey(
+        User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # The undone turn this one runs the GM again on; a turn is retried at most once.
+    retry_of = models.OneToOneField(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="retry"
+    )
 
     class Meta:
-        indexes = [models.Index(fields=["campaign", "-created_at"], name="turn_campaign_idx")]
+        indexes = [
+            models.Index(fields=["campaign", "-created_at"], name="turn_campaign_idx"),
+            models.Index(fields=["campaign", "status", "id"], name="turn_campaign_status_idx"),
+            models.Index(fields=["status", "lease_expires_at"], name="turn_lease_idx"),
+        ]
+        constraints = [
+            # Two turns of one campaign never run their GM at once (SPEC §5).
+            models.UniqueConstraint(
+                fields=["campaign"],
+                condition=models.Q(status="running"),
+                name="turn_one_running_per_campaign",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"Turn {self.pk} by {self.actor}"

@@ -118,22 +118,39 @@ def dungeon_create(*, campaign: Campaign, name: str) -> Dungeon:
 
 
 @transaction.atomic
-def turn_create(*, campaign: Campaign, actor: Any, message: str) -> Turn:
-    """A player's turn starts with their message; the GM's reply and tool calls join it."""
-    turn = Turn.objects.create(campaign=campaign, actor=actor)
+def turn_create(
+    *, campaign: Campaign, actor: Any, message: str, queued: bool = False, retry_of: Any = None
+) -> Turn:
+    """A player's turn starts with their message; the GM's reply and tool calls join it. A
+    `queued` turn waits for the GM (the message's event says so, so every client can show that
+    the GM is thinking at once); otherwise the turn stays open."""
+    turn = Turn.objects.create(
+        campaign=campaign,
+        actor=actor,
+        status=Turn.Status.QUEUED if queued else Turn.Status.OPEN,
+        retry_of=retry_of,
+    )
     message_post(
         turn=turn,
         author=actor,
         role=ChatMessage.Role.PLAYER,
         source=ChatMessage.Source.USER,
         content=message,
+        gm="queued" if queued else None,
     )
     return turn
 
 
 def message_post(
-    *, turn: Turn, author: Any, role: str, source: ChatMessage.Source, content: str
+    *,
+    turn: Turn,
+    author: Any,
+    role: str,
+    source: ChatMessage.Source,
+    content: str,
+    gm: str | None = None,
 ) -> ChatMessage:
+    """`gm` tells clients what the GM does about the message ("queued": it will answer)."""
     with transaction.atomic():
         message = ChatMessage.objects.create(
             campaign_id=turn.campaign_id,
@@ -153,6 +170,7 @@ def message_post(
                         "role": role,
                         "content": content,
                         "author": author.get_username() if author else None,
+                        "gm": gm,
                     },
                     source=EventSource(source),
                     turn=turn.pk,

@@ -114,10 +114,9 @@ def postgres_pool() -> dict[str, float]:
     until PostgreSQL refuses clients. CONN_MAX_AGE=0 alone stops the pile-up but connects once
     per request and leaves a burst unbounded; the pool caps a process at DB_POOL_MAX_SIZE
     connections, reuses them, and makes a burst wait its turn — at most DB_POOL_TIMEOUT seconds,
-    then the request answers 503 with Retry-After. A request holds its connection until it ends
-    (a GM turn answered inside the request, while the model speaks), so size max_size above the
-    concurrent turns of a process, and (ASGI processes + task workers) x max_size below the
-    server's max_connections."""
+    then the request answers 503 with Retry-After. A task worker holds a connection while a GM
+    turn runs (and its heartbeat another), so size (ASGI processes + task workers) x max_size
+    below the server's max_connections."""
     return {
         "min_size": int(os.environ.get("DB_POOL_MIN_SIZE", "2")),
         "max_size": int(os.environ.get("DB_POOL_MAX_SIZE", "10")),
@@ -310,8 +309,15 @@ ANTHROPIC_API_KEY = os.environ.get("ANTHROPIC_API_KEY", "")
 ANTHROPIC_BASE_URL = os.environ.get("ANTHROPIC_BASE_URL", "")
 ANTHROPIC_MAX_RETRIES = int(os.environ.get("ANTHROPIC_MAX_RETRIES", "2"))
 ANTHROPIC_TIMEOUT = float(os.environ.get("ANTHROPIC_TIMEOUT", "60"))
-# A turn still `running` this long after it began belongs to a process that died: it is failed.
-GM_TURN_TIMEOUT = int(os.environ.get("GM_TURN_TIMEOUT", "1800"))
+# A worker running a GM turn holds a lease on it for this long and renews it (a heartbeat) every
+# third of it; a worker that dies loses the lease, and the turn resumes on another worker (or
+# fails, after GM_MAX_ATTEMPTS claims) about this long after the last heartbeat.
+GM_LEASE_SECONDS = float(os.environ.get("GM_LEASE_SECONDS", "60"))
+GM_MAX_ATTEMPTS = int(os.environ.get("GM_MAX_ATTEMPTS", "3"))
+if GM_LEASE_SECONDS < 1 or GM_MAX_ATTEMPTS < 1:
+    raise ImproperlyConfigured("GM_LEASE_SECONDS and GM_MAX_ATTEMPTS must be at least 1.")
+# Seconds the scripted GM waits before each round, as a model would (benchmarks, process tests).
+GM_SCRIPTED_DELAY = float(os.environ.get("GM_SCRIPTED_DELAY", "0"))
 
 # Background work (SPEC §2): GM turns run in worker processes (`manage.py db_worker`, the
 # Procfile's `worker:`), which claim jobs from this database; any number of them, on any number

@@ -2,7 +2,7 @@ from django.apps import AppConfig
 
 
 class GmConfig(AppConfig):
-    """An installed app so `manage.py gm_recover_turns` is found."""
+    """An installed app: its transcript models, and `manage.py gm_recover_turns`."""
 
     name = "gm"
     verbose_name = "Game master"

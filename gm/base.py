@@ -4,6 +4,11 @@ A provider turns the table's context into narration and tool calls. It never tou
 database or the channel layer itself: it speaks through a `Session`, which streams its words to
 the table and sends every write through the audited dispatch. So a new provider (another model
 vendor, a rules engine) cannot bypass the log or the undo.
+
+A turn may be run more than once (its worker died; later, an approval paused it), so a provider
+plays it as rounds through the session: a round already stored is replayed from the transcript,
+never asked of the model again, and its tool calls, each named by its tool_use id, return the
+outcome they had instead of running twice.
 """
 
 import json
@@ -16,6 +21,37 @@ from gm.context import GMContext
 
 class GMError(Exception):
     """The provider could not finish the turn; the message is shown to the table as it is."""
+
+
+class TurnStopped(Exception):
+    """The turn must stop at this step: someone cancelled it, it was undone, or this runner
+    lost its lease (the turn went on elsewhere). Providers let it through."""
+
+    CANCELLED = "cancelled"
+    UNDONE = "undone"
+    LOST = "lost"
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+@dataclass(frozen=True)
+class Round:
+    """One stored round of a turn's conversation: the model's reply as it goes back to the
+    model (text and tool_use blocks), why it stopped, what it narrated, and, once the round is
+    complete, the tool_result blocks of its calls."""
+
+    index: int
+    content: list[dict[str, Any]]
+    stop_reason: str
+    model: str
+    text: str
+    results: list[dict[str, Any]] | None
+
+    @property
+    def tool_uses(self) -> list[dict[str, Any]]:
+        return [block for block in self.content if block["type"] == "tool_use"]
 
 
 @dataclass(frozen=True)
@@ -36,8 +72,24 @@ class Session(Protocol):
     def say(self, text: str) -> None:
         """Stream narration to the table."""
 
-    def call_tool(self, name: str, input: Any, *, model: str) -> ToolOutcome:
-        """Run a tool: write tools through the audited dispatch with `model` on the log row."""
+    def step(self) -> None:
+        """Raise TurnStopped if the turn must stop here (before a new round or tool call)."""
+
+    def call_tool(self, name: str, input: Any, *, model: str, tool_use_id: str) -> ToolOutcome:
+        """Run a tool: write tools through the audited dispatch with `model` on the log row.
+        A tool_use id that ran before returns the outcome it had, without running again."""
+
+    def round(self, index: int) -> Round | None:
+        """The stored round `index` of this turn, or None if it is still to be played."""
+
+    def record_round(
+        self, *, content: list[dict[str, Any]], stop_reason: str, model: str, text: str
+    ) -> Round:
+        """Store the model's complete reply as the next round, before any of its tool calls
+        runs (a round without tool calls is complete at once)."""
+
+    def complete_round(self, round: Round, results: list[dict[str, Any]]) -> Round:
+        """Store the tool_result blocks of a round's calls."""
 
 
 class GMProvider(ABC):

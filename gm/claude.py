@@ -3,7 +3,8 @@
 Each round streams one Messages API response: text deltas go straight to the table, tool_use
 blocks run through the session (write tools through the audited dispatch, with the model
 version that asked for them on the log row), and their results go back as tool_result blocks
-until the model stops asking. A round counts only when the API said it ended (message_stop)
+until the model stops asking. Each complete reply is stored as a round of the turn's transcript
+before its tool calls run. A round counts only when the API said it ended (message_stop)
 and why (end_turn or tool_use): a stream cut short, a reset connection or a reply stopped by
 max_tokens fails the turn, and none of that round's tool calls runs. The conversation it sends
 is built from the context, which has already dropped undone turns, reverted calls and turns the
@@ -18,7 +19,7 @@ import httpx2
 from django.conf import settings
 
 from ai_tools import registry
-from gm.base import GMError, GMProvider, Session
+from gm.base import GMError, GMProvider, Round, Session
 from gm.context import GMContext, state_summary
 
 MAX_TOKENS = 1024
@@ -72,27 +73,50 @@ class AnthropicProvider(GMProvider):
             raise GMError(f"the Claude API failed: {exc.message}") from exc
 
     def _converse(self, session: Session) -> None:
+        """Round by round: a stored round (this turn ran before, on a worker that died) is
+        replayed from the transcript, its narration said again and its reply sent back as it
+        was, never asked of the model again; its tool calls return their recorded outcomes."""
         system = system_prompt(session.context)
         messages = conversation(session.context)
         tools = tool_specs()
         spoke = False
-        for _ in range(MAX_ROUNDS):
-            reply = self._stream(
-                session, lead="\n\n" if spoke else "", system=system, messages=messages, tools=tools
-            )
-            spoke = spoke or any(b.type == "text" and b.text for b in reply.content)
-            uses = _uses_to_run(reply)
-            messages.append({"role": "assistant", "content": _params(reply.content)})
-            if not uses:
+        for index in range(MAX_ROUNDS):
+            stored = session.round(index)
+            if stored is None:
+                session.step()
+                lead = "\n\n" if spoke else ""
+                stored = self._ask(
+                    session, lead=lead, system=system, messages=messages, tools=tools
+                )
+            else:
+                session.say(stored.text)
+            spoke = spoke or bool(stored.text.strip())
+            messages.append({"role": "assistant", "content": stored.content})
+            if not stored.tool_uses:
                 return
-            model = f"anthropic/{reply.model}"
-            messages.append({"role": "user", "content": [_result(session, u, model) for u in uses]})
+            if stored.results is None:
+                results = [_result(session, use, stored.model) for use in stored.tool_uses]
+                stored = session.complete_round(stored, results)
+            messages.append({"role": "user", "content": stored.results})
         raise GMError(f"the model was still calling tools after {MAX_ROUNDS} rounds.")
 
-    def _stream(self, session: Session, *, lead: str, **request: Any) -> Any:
-        """One streamed round: its words go to the table as they arrive; the reply counts only
-        if the API said it ended (message_stop). A body that just stops (a dropped connection,
-        a proxy timeout) is not a reply, whatever it held, and none of its tool calls runs."""
+    def _ask(self, session: Session, *, lead: str, **request: Any) -> Round:
+        """A new round from the model, stored before any of its tool calls runs."""
+        said: list[str] = []
+        reply = self._stream(session, said, lead=lead, **request)
+        _check_stop(reply)
+        return session.record_round(
+            content=_params(reply.content),
+            stop_reason=reply.stop_reason,
+            model=f"anthropic/{reply.model}",
+            text="".join(said),
+        )
+
+    def _stream(self, session: Session, said: list[str], *, lead: str, **request: Any) -> Any:
+        """One streamed round: its words go to the table as they arrive (and into `said`); the
+        reply counts only if the API said it ended (message_stop). A body that just stops (a
+        dropped connection, a proxy timeout) is not a reply, whatever it held, and none of its
+        tool calls runs."""
         started: list[str] = []
         finished = False
         with self.client.messages.stream(
@@ -100,6 +124,7 @@ class AnthropicProvider(GMProvider):
         ) as stream:
             for event in stream:
                 if event.type == "text" and event.text:
+                    said.append(lead + event.text)
                     session.say(lead + event.text)
                     lead = ""
                 elif event.type == "content_block_start" and event.content_block.type == "tool_use":
@@ -119,15 +144,15 @@ def tool_specs() -> list[dict[str, Any]]:
     return [tool.spec() for tool in [*registry.write_tools(), *registry.read_tools()]]
 
 
-def _uses_to_run(reply: Any) -> list[Any]:
-    """The tool calls to run when the model stopped to call them. A reply that stopped any
-    other way than the two of a finished one (end_turn, tool_use) fails the turn and none of
-    its calls runs: a tool call cut off by max_tokens carries half its input."""
+def _check_stop(reply: Any) -> None:
+    """A reply counts only if it stopped one of the ways a finished one does: to call its
+    tools (tool_use), or done (end_turn, stop_sequence) without any. Otherwise the turn fails
+    and none of its calls runs: a tool call cut off by max_tokens carries half its input."""
     uses = [b for b in reply.content if b.type == "tool_use"]
     if reply.stop_reason == "tool_use":
-        return uses
+        return
     if reply.stop_reason in ("end_turn", "stop_sequence") and not uses:
-        return []
+        return
     not_run = _not_run([use.name for use in uses])
     if reply.stop_reason == "max_tokens":
         raise GMError(f"the model's reply hit the max_tokens limit ({MAX_TOKENS}){not_run}.")
@@ -176,11 +201,11 @@ def _params(blocks: list[Any]) -> list[dict[str, Any]]:
     return params
 
 
-def _result(session: Session, use: Any, model: str) -> dict[str, Any]:
-    outcome = session.call_tool(use.name, use.input, model=model)
+def _result(session: Session, use: dict[str, Any], model: str) -> dict[str, Any]:
+    outcome = session.call_tool(use["name"], use["input"], model=model, tool_use_id=use["id"])
     return {
         "type": "tool_result",
-        "tool_use_id": use.id,
+        "tool_use_id": use["id"],
         "content": outcome.as_text(),
         "is_error": not outcome.ok,
     }

@@ -54,7 +54,9 @@ class GMContext:
     players: dict[int, str]  # user id -> username, for the members
 
 
-def gm_context(*, turn: Turn) -> GMContext:
+def gm_context(*, turn: Turn, state: dict[str, Any] | None = None) -> GMContext:
+    """What the GM knows for `turn`; `state` is the game state it decides from (the state the
+    turn began with, on a resumed turn), by default the campaign's state now."""
     campaign = Campaign.objects.get(pk=turn.campaign_id)
     earlier = list(
         Turn.objects.filter(campaign_id=campaign.pk, pk__lt=turn.pk)
@@ -92,7 +94,7 @@ def gm_context(*, turn: Turn) -> GMContext:
         history=history,
         undone=undone,
         unfinished=unfinished,
-        state=campaign_state(campaign),
+        state=campaign_state(campaign) if state is None else state,
         players=players,
     )
 
@@ -184,11 +186,12 @@ def _call_note(row: ToolInvocation, speaker: str, message: str) -> str:
 
 
 def _unfinished_note(turn: Turn, speaker: str, message: str, calls: list[ToolCall]) -> str:
-    if turn.status != Turn.Status.FAILED:
+    if turn.status not in (Turn.Status.FAILED, Turn.Status.CANCELLED):
         why = "was not asked to answer" if turn.status == Turn.Status.OPEN else "gave no answer"
         return f'{speaker} said "{_quote(message)}" (the GM {why}).'
+    ended = "failed" if turn.status == Turn.Status.FAILED else "was cancelled"
     note = (
-        f'The turn of {speaker} ("{_quote(message)}") failed before the GM finished it: it is '
+        f'The turn of {speaker} ("{_quote(message)}") {ended} before the GM finished it: it is '
         "over, never act on it again."
     )
     if calls:

@@ -5,15 +5,24 @@ always rolls the same dice (seeded from the turn id). It understands what player
 table — "I attack the goblin", "we take a long rest", "move me to 3,4", "roll initiative", "end
 combat", "next chapter", "end the adventure" — acts on each in the order they were said, and
 answers anything else with a hint of what it understands.
+
+It plays in rounds as a model does: each tool call ends a round (the narration since the last
+one, then the call, named `scripted-<n>`), and a last round closes the turn. Every attempt at a
+turn decides from the state the turn began with and gets the outcomes its calls had, so a turn
+resumed after a crash says and does exactly what the first attempt did, each call applied once.
+`GM_SCRIPTED_DELAY` makes each new round wait as long as a model would think.
 """
 
 import random
 import re
+import time
 from collections.abc import Callable
 from typing import Any
 
+from django.conf import settings
+
 from ai_tools.tools.read import roll
-from gm.base import GMProvider, Session
+from gm.base import GMProvider, Round, Session
 
 MODEL = "scripted/1"
 DAMAGE = "1d8+2"
@@ -71,7 +80,8 @@ class _ScriptedTurn:
         own = [c for c in self.creatures.values() if c["controlled_by_id"] == self.actor_id]
         self.character = own[0] if own else None
         self.speaker = self.character["name"] if self.character else context.speaker
-        self.acted = False
+        self.unsaid: list[str] = []  # narration since the last round
+        self.rounds = 0
 
     def play(self) -> None:
         handlers: list[tuple[re.Pattern[str], Callable[[re.Match[str]], None]]] = [
@@ -91,15 +101,44 @@ class _ScriptedTurn:
             handler(match)
         if not said:
             self.say(HINT)
+        self.round([], stop_reason="end_turn")
 
     def say(self, text: str) -> None:
         self.session.say(text + " ")
+        self.unsaid.append(text + " ")
+
+    def round(self, blocks: list[dict[str, Any]], *, stop_reason: str) -> Round:
+        """The next round: the stored one when this turn ran before, else a new one."""
+        text, self.unsaid = "".join(self.unsaid), []
+        stored = self.session.round(self.rounds)
+        if stored is None:
+            self.session.step()
+            time.sleep(settings.GM_SCRIPTED_DELAY)
+            content = [{"type": "text", "text": text}] if text.strip() else []
+            stored = self.session.record_round(
+                content=content + blocks, stop_reason=stop_reason, model=MODEL, text=text
+            )
+        self.rounds += 1
+        return stored
 
     def dice(self, match: re.Match[str]) -> random.Random:
         return random.Random(f"{self.turn_id}:{match.start()}")
 
     def call(self, tool: str, input: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
-        outcome = self.session.call_tool(tool, input, model=MODEL)
+        use = {
+            "type": "tool_use",
+            "id": f"scripted-{self.rounds + 1}",
+            "name": tool,
+            "input": input,
+        }
+        stored = self.round([use], stop_reason="tool_use")
+        [use] = stored.tool_uses
+        outcome = self.session.call_tool(
+            use["name"], use["input"], model=MODEL, tool_use_id=use["id"]
+        )
+        if stored.results is None:
+            result = {"type": "tool_result", "tool_use_id": use["id"], "content": outcome.as_text()}
+            self.session.complete_round(stored, [{**result, "is_error": not outcome.ok}])
         return outcome.ok, outcome.content
 
     def find(self, text: str, *, foes_only: bool = False) -> dict[str, Any] | None:

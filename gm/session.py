@@ -1,11 +1,14 @@
-"""The runner's side of a GM turn: what a provider's words and tool calls become.
+"""The runner's side of a GM turn: what a provider's words, rounds and tool calls become.
 
 Narration leaves as `gm_text_delta` events through the one publisher, coalesced into chunks of
 a few words so a long reply is not one database write and one broadcast per token. Write tools
-go through the audited dispatch and nothing else; read tools (`get_state`, `roll_dice`) run
-directly because they change nothing.
+go through the audited dispatch and nothing else, each with its tool_use id: one that already
+ran on this turn (before a crash) returns the outcome it had instead of applying twice. Read
+tools (`get_state`, `roll_dice`) run directly because they change nothing. Rounds are stored in
+the transcript as they complete, by the runner that holds the turn's lease and no other.
 """
 
+import threading
 from typing import Any
 
 from ai_tools import registry
@@ -15,17 +18,30 @@ from audit.services import invocation_dispatch
 from campaigns.models import Turn
 from campaigns.realtime import EventSource, broadcast_on_commit, event
 from core.errors import AppError
-from gm.base import ToolOutcome
+from gm.base import Round, ToolOutcome, TurnStopped
 from gm.context import GMContext
+from gm.transcript import round_complete, round_record
 
 DELTA_MIN_CHARS = 24
 
 
 class TurnSession:
-    def __init__(self, *, turn: Turn, context: GMContext) -> None:
+    def __init__(
+        self,
+        *,
+        turn: Turn,
+        context: GMContext,
+        owner: str,
+        attempt: int,
+        rounds: list[Round],
+        lost: threading.Event | None = None,
+    ) -> None:
         self.turn = turn
         self.context = context
-        self.invocations: list[str] = []
+        self.owner = owner
+        self.attempt = attempt
+        self.rounds = rounds
+        self._lost = lost or threading.Event()
         self._said: list[str] = []
         self._pending = ""
 
@@ -47,6 +63,7 @@ class TurnSession:
     def say(self, text: str) -> None:
         if not text:
             return
+        self._check_lease()
         self._said.append(text)
         self._pending += text
         if len(self._pending) >= DELTA_MIN_CHARS:
@@ -54,15 +71,63 @@ class TurnSession:
 
     def flush(self) -> None:
         if self._pending:
+            self._check_lease()
             self.publish("gm_text_delta", {"text": self._pending})
             self._pending = ""
 
-    def call_tool(self, name: str, input: Any, *, model: str) -> ToolOutcome:
+    def step(self) -> None:
+        self._check_lease()
+        now = (
+            Turn.objects.filter(pk=self.turn.pk)
+            .values("status", "lease_owner", "reverted_at", "cancel_requested_at")
+            .first()
+        )
+        if now is None or now["status"] != Turn.Status.RUNNING or now["lease_owner"] != self.owner:
+            raise TurnStopped(TurnStopped.LOST)
+        if now["reverted_at"] is not None:
+            raise TurnStopped(TurnStopped.UNDONE)
+        if now["cancel_requested_at"] is not None:
+            raise TurnStopped(TurnStopped.CANCELLED)
+
+    def _check_lease(self) -> None:
+        if self._lost.is_set():
+            raise TurnStopped(TurnStopped.LOST)
+
+    def round(self, index: int) -> Round | None:
+        return self.rounds[index] if index < len(self.rounds) else None
+
+    def record_round(
+        self, *, content: list[dict[str, Any]], stop_reason: str, model: str, text: str
+    ) -> Round:
+        self._check_lease()
+        stored = round_record(
+            turn=self.turn,
+            owner=self.owner,
+            attempt=self.attempt,
+            index=len(self.rounds),
+            content=content,
+            stop_reason=stop_reason,
+            model=model,
+            text=text,
+        )
+        self.rounds.append(stored)
+        return stored
+
+    def complete_round(self, round: Round, results: list[dict[str, Any]]) -> Round:
+        self._check_lease()
+        stored = round_complete(
+            turn=self.turn, owner=self.owner, index=round.index, results=results
+        )
+        self.rounds[round.index] = stored
+        return stored
+
+    def call_tool(self, name: str, input: Any, *, model: str, tool_use_id: str) -> ToolOutcome:
         self.flush()
+        self.step()
         read = registry.read_tool(name)
         if read is not None:
             return self._read(read, input)
-        return self._write(name, input, model)
+        return self._recorded(tool_use_id) or self._write(name, input, model, tool_use_id)
 
     def _tool_context(self) -> ToolContext:
         return ToolContext(campaign=self.context.campaign, actor=self.turn.actor, turn=self.turn)
@@ -76,7 +141,14 @@ class TurnSession:
         except ToolError as exc:
             return ToolOutcome(False, {"error": str(exc)})
 
-    def _write(self, name: str, input: Any, model: str) -> ToolOutcome:
+    def _recorded(self, tool_use_id: str) -> ToolOutcome | None:
+        """The outcome this tool_use had when it ran before, on an earlier attempt."""
+        row = ToolInvocation.objects.filter(
+            campaign_id=self.turn.campaign_id, turn=self.turn, tool_use_id=tool_use_id
+        ).first()
+        return None if row is None else _outcome(row)
+
+    def _write(self, name: str, input: Any, model: str, tool_use_id: str) -> ToolOutcome:
         try:
             row = invocation_dispatch(
                 campaign=self.context.campaign,
@@ -86,11 +158,17 @@ class TurnSession:
                 turn=self.turn,
                 model=model,
                 source=InvocationOrigin.GM,
+                tool_use_id=tool_use_id,
             )
         except AppError as exc:  # unknown tool, undone turn, or the audit log failing closed
-            return ToolOutcome(False, {"error": exc.detail})
-        self.invocations.append(str(row.pk))
-        if row.status == ToolInvocation.Status.COMMITTED:
-            return ToolOutcome(True, row.result or {}, str(row.pk))
-        problem = row.error or f"The call is {row.status}."
-        return ToolOutcome(False, {"error": problem, "status": row.status}, str(row.pk))
+            # A runner that lost its lease may have logged this very tool_use a moment before
+            # (the log refuses a second row for it, failing closed): its outcome is the one.
+            return self._recorded(tool_use_id) or ToolOutcome(False, {"error": exc.detail})
+        return _outcome(row)
+
+
+def _outcome(row: ToolInvocation) -> ToolOutcome:
+    if row.committed_at is not None:  # committed (and perhaps reverted since)
+        return ToolOutcome(True, row.result or {}, str(row.pk))
+    problem = row.error or f"The call is {row.status}."
+    return ToolOutcome(False, {"error": problem, "status": row.status}, str(row.pk))

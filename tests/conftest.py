@@ -12,6 +12,8 @@ import pytest
 from django.contrib.auth.models import Permission, User
 from django.db import connection, connections, transaction
 from django.test import Client
+from django_tasks_db.management.commands.db_worker import Worker
+from django_tasks_db.models import DBTaskResult
 
 from audit.models import SecurityEvent, ToolInvocation
 from audit.services import invocation_dispatch
@@ -235,3 +237,41 @@ def events(monkeypatch) -> list[dict[str, Any]]:
     sent: list[dict[str, Any]] = []
     monkeypatch.setattr(realtime, "_send", lambda group, envelopes: sent.extend(envelopes))
     return sent
+
+
+def run_due_tasks() -> list[Any]:
+    """Run every task that is due, oldest first, in this process and thread, as a worker
+    (`manage.py db_worker`) runs them (minus the worker's signal handlers and connection
+    recycling, which a test's transaction cannot have): their return values, in order. A task
+    that raised fails the test with its traceback."""
+    worker = Worker(
+        queue_names=["*"],
+        interval=0,
+        batch=True,
+        backend_name="default",
+        startup_delay=False,
+        max_tasks=None,
+        worker_id="test-inline-worker",
+        excluded_queue_names=[],
+    )
+    returned = []
+    while (job := DBTaskResult.objects.ready().first()) is not None:
+        job.claim(worker.worker_id)
+        worker.run_task(job)
+        job.refresh_from_db()
+        assert job.status == "SUCCESSFUL", job.traceback
+        returned.append(job.return_value)
+    return returned
+
+
+@pytest.fixture
+def run_gm_tasks(django_capture_on_commit_callbacks) -> Callable[[], list[Any]]:
+    """Run the queued GM work (the turns' tasks that are due) now, in this process, with the
+    events of the transactions they commit delivered. Do not nest it in another
+    `django_capture_on_commit_callbacks` block: the events would be delivered twice."""
+
+    def run() -> list[Any]:
+        with django_capture_on_commit_callbacks(execute=True):
+            return run_due_tasks()
+
+    return run

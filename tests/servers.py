@@ -1,19 +1,28 @@
-"""A real ASGI server for the tests that need one (browser, load, races through HTTP).
+"""Real server and worker processes for the tests that need them (browser, load, races through
+HTTP, workers killed mid-turn).
 
 pytest-django's `live_server` speaks WSGI only, and the table needs websockets, so the app runs
 in Daphne, forked by Channels' `DaphneProcess` after the test database exists (the child
-inherits the settings that point at it). A forked process cannot open SQLite's in-memory test
-database, so when a test using `asgi_server` is collected the SQLite test database becomes a
-file. Loaded as a plugin by tests/conftest.py.
+inherits the settings that point at it). GM turns run in task workers: `gm_workers` starts
+`manage.py db_worker` processes on the test database, as the Procfile's `worker:` runs them. A
+process of its own cannot open SQLite's in-memory test database, so when a test using either is
+collected the SQLite test database becomes a file. Loaded as a plugin by tests/conftest.py.
 """
 
 import json
 import os
+import signal
+import subprocess
+import sys
 import tempfile
 import urllib.error
+import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,9 +34,12 @@ from django.db import connections
 
 from tests.conftest import World, build_world
 
+# Fixtures whose processes open the test database from outside this process.
+OTHER_PROCESSES = {"asgi_server", "gm_workers"}
+
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    if not any("asgi_server" in getattr(item, "fixturenames", ()) for item in session.items):
+    if not any(OTHER_PROCESSES & set(getattr(i, "fixturenames", ())) for i in session.items):
         return
     for alias in connections:
         settings_dict = connections[alias].settings_dict
@@ -57,11 +69,9 @@ def _release_database_connections() -> None:
             connection.close_pool()
 
 
-@pytest.fixture
-def asgi_server(transactional_db, settings) -> Iterator[str]:
-    """The whole app (HTTP, websockets, static files) on a free localhost port, answering
-    turns with the scripted GM whatever the environment says."""
-    settings.GM_PROVIDER = "scripted"
+@contextmanager
+def _daphne() -> Iterator[str]:
+    """The whole app (HTTP, websockets, static files) in a forked Daphne on a free port."""
     _release_database_connections()
     process = DaphneProcess(host="127.0.0.1", get_application=_application)
     # Nor its thread for database work from async code: once a test here has used it, the
@@ -83,6 +93,21 @@ def asgi_server(transactional_db, settings) -> Iterator[str]:
     finally:
         process.terminate()
         process.join(timeout=10)
+
+
+@pytest.fixture
+def asgi_server(transactional_db) -> Iterator[str]:
+    """The whole app (HTTP, websockets, static files) on a free localhost port. GM turns
+    posted to it are queued: a test that wants them answered starts a worker (`gm_worker`)."""
+    with _daphne() as url:
+        yield url
+
+
+@pytest.fixture
+def asgi_server_b(asgi_server) -> Iterator[str]:
+    """A second server on the same database, as a second instance behind a load balancer."""
+    with _daphne() as url:
+        yield url
 
 
 @pytest.fixture
@@ -122,3 +147,84 @@ def api_token(base_url: str, username: str) -> str:
     )
     assert status == 200, body
     return body["token"]
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class WorkerProcess:
+    """A `manage.py db_worker` process on the test database; its output goes to `log`."""
+
+    name: str
+    process: subprocess.Popen
+    log: Path
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def kill(self) -> None:
+        """SIGKILL: the process dies where it stands, as in a crash or an OOM kill."""
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+def database_environment() -> dict[str, str]:
+    """The environment that points a child process's settings at this test database."""
+    db = connections["default"].settings_dict
+    if db["ENGINE"].endswith("sqlite3"):
+        return {"SQLITE_PATH": db["NAME"]}
+    user = urllib.parse.quote(db["USER"] or "")
+    password = ":" + urllib.parse.quote(db["PASSWORD"]) if db["PASSWORD"] else ""
+    host = db["HOST"] or "127.0.0.1"
+    return {"DATABASE_URL": f"postgres://{user}{password}@{host}:{db['PORT'] or 5432}/{db['NAME']}"}
+
+
+@pytest.fixture
+def gm_workers(transactional_db, tmp_path) -> Iterator[Callable[..., WorkerProcess]]:
+    """Start task worker processes (`manage.py db_worker`) on the test database: `start(delay=
+    seconds the scripted GM waits per round, lease=GM_LEASE_SECONDS, attempts=GM_MAX_ATTEMPTS)`.
+    They run the scripted GM and publish through the configured channel layer (with REDIS_URL,
+    events reach other processes' websockets). Every worker is stopped after the test."""
+    started: list[WorkerProcess] = []
+
+    def start(delay: float = 0, lease: float = 60, attempts: int = 3) -> WorkerProcess:
+        name = f"test-worker-{len(started) + 1}"
+        env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "SQLITE_PATH")}
+        env.update(
+            database_environment(),
+            GM_PROVIDER="scripted",
+            GM_SCRIPTED_DELAY=str(delay),
+            GM_LEASE_SECONDS=str(lease),
+            GM_MAX_ATTEMPTS=str(attempts),
+        )
+        command = [sys.executable, "manage.py", "db_worker", "--no-reload", "--no-startup-delay"]
+        command += ["--interval", "0.1", "--worker-id", name]
+        log = tmp_path / f"{name}.log"
+        with log.open("w") as out:
+            process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=out)
+        started.append(WorkerProcess(name, process, log))
+        return started[-1]
+
+    yield start
+    for worker in started:
+        worker.stop()
+
+
+@pytest.fixture
+def gm_worker(gm_workers) -> WorkerProcess:
+    """One worker process answering turns at once with the scripted GM: for the tests that
+    post turns to a live server and wait for the GM's answer."""
+    return gm_workers()

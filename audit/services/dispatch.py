@@ -58,6 +58,7 @@ def invocation_dispatch(
     model: str = "",
     source: InvocationOrigin = InvocationOrigin.API,
     requested_by: Any = None,
+    tool_use_id: str = "",
 ) -> ToolInvocation:
     """Run one write tool call under the write-ahead log.
 
@@ -74,6 +75,9 @@ def invocation_dispatch(
     Provenance (SPEC §5): `actor` is whose turn it is; `requested_by` is the person who made the
     call. It is stored only when that is someone else (the owner posting into a player's turn),
     so a null `requested_by` always means "the actor, or the GM on the actor's turn".
+
+    `tool_use_id` names a GM's call within its turn: the log holds at most one row per (turn,
+    tool_use_id), so a second dispatch of one tool_use fails closed and changes nothing.
     """
     row_fields = {
         "campaign_id": campaign.pk,
@@ -81,6 +85,7 @@ def invocation_dispatch(
         "requested_by_id": _caller_if_not_actor(requested_by, actor),
         "turn": turn,
         "tool_name": tool_name[:TOOL_NAME_MAX],
+        "tool_use_id": tool_use_id,
         "tool_tier": "",
         "input": input,
         "model": model,

@@ -126,9 +126,11 @@ def test_turn_status_filter_offers_only_the_statuses_turns_reach(staff_client, p
     changelist = reverse("admin:campaigns_turn_changelist")
     assert _status_choices(staff_client.get(changelist)) == [
         "open",
+        "queued",
         "running",
         "completed",
         "failed",
+        "cancelled",
     ]
     same = staff_client.get(changelist, {"status__exact": turn.status})
     assert [t.pk for t in same.context["cl"].result_list] == [turn.pk]

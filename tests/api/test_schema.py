@@ -27,6 +27,8 @@ CONTRACT = {
     ("post", "/api/campaigns/{campaign_id}/turns/{turn_id}/tool-calls/"),
     ("post", "/api/campaigns/{campaign_id}/turns/{turn_id}/undo/"),
     ("get", "/api/campaigns/{campaign_id}/turns/{turn_id}/undo-plan/"),
+    ("post", "/api/campaigns/{campaign_id}/turns/{turn_id}/cancel/"),
+    ("post", "/api/campaigns/{campaign_id}/turns/{turn_id}/retry/"),
     ("get", "/api/campaigns/{campaign_id}/invocations/"),
     ("get", "/api/campaigns/{campaign_id}/invocations/{invocation_id}/"),
     ("post", "/api/campaigns/{campaign_id}/invocations/{invocation_id}/revert/"),
@@ -138,7 +140,7 @@ def test_strings_the_server_refuses_blank_say_so(schema):
     """A string property either admits blank (then its default is "") or states minLength, and
     a trimmed one also states it must hold a non-space character."""
     for _, _, name, component in request_components(schema):
-        for prop, spec in component["properties"].items():
+        for prop, spec in component.get("properties", {}).items():
             if spec.get("type") != "string" or spec.get("default") == "":
                 continue
             assert spec.get("minLength", 0) >= 1, (name, prop)

@@ -7,13 +7,19 @@ from audit.models import ToolInvocation
 from campaigns.models import ChatMessage, Creature, Turn
 from tests.browser.support import chromium, open_table, screenshot, signed_in_page
 from tests.conftest import World
+from tests.realtime.conftest import redis_only
+from tests.servers import WorkerProcess
 
-pytestmark = pytest.mark.browser
+# The GM's events leave its worker process: they reach the server's websockets through a channel
+# layer shared by processes (Redis), not the embedded default's in-memory one.
+pytestmark = [pytest.mark.browser, redis_only]
 
 ATTACK = "I attack the goblin"
 
 
-def test_two_players_see_a_gm_hit_and_its_undo_live(live_world: World, asgi_server: str):
+def test_two_players_see_a_gm_hit_and_its_undo_live(
+    live_world: World, asgi_server: str, gm_worker: WorkerProcess
+):
     world = live_world
     goblin_hp = f'[data-creature="{world.goblin.pk}"] .hp-text'
     with chromium() as browser:

@@ -7,6 +7,7 @@ from playwright.sync_api import WebSocketRoute, expect
 from campaigns.models import Campaign, Creature
 from tests.browser.support import chromium, open_table, outside_the_browser_loop, signed_in_page
 from tests.conftest import World
+from tests.servers import WorkerProcess
 
 pytestmark = pytest.mark.browser
 
@@ -17,7 +18,9 @@ def lose_an_event(world: World) -> None:
     Campaign.objects.filter(pk=world.campaign.pk).update(event_seq=F("event_seq") + 1)
 
 
-def test_a_gap_in_seq_refetches_the_state_and_the_feed(live_world: World, asgi_server: str):
+def test_a_gap_in_seq_refetches_the_state_and_the_feed(
+    live_world: World, asgi_server: str, gm_worker: WorkerProcess
+):
     world = live_world
     goblin = f'[data-creature="{world.goblin.pk}"]'
     with chromium() as browser:

@@ -6,7 +6,7 @@ from playwright.sync_api import expect
 from audit.models import SecurityEvent, ToolInvocation
 from campaigns.models import Creature, Turn
 from campaigns.services import membership_add, turn_create
-from gm.services import gm_turn_run
+from gm.services import gm_turn_run, turn_submit
 from tests.browser.support import (
     chromium,
     open_table,
@@ -21,7 +21,8 @@ pytestmark = pytest.mark.browser
 
 def attack(world: World) -> Turn:
     """The player's finished turn: the scripted GM hits the goblin."""
-    return gm_turn_run(turn=world.turn(message="I attack the goblin"))
+    queued = turn_submit(campaign=world.campaign, actor=world.player, message="I attack the goblin")
+    return gm_turn_run(turn=queued)
 
 
 def later_hit_mid_turn(world: World) -> Turn:

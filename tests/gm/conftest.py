@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from campaigns.models import Turn
-from gm.services import gm_turn_run
+from gm.services import gm_turn_run, turn_submit
 from tests.gm.fake_claude import FakeClaude
 
 
@@ -28,11 +28,14 @@ def claude(settings) -> Iterator[FakeClaude]:
 
 @pytest.fixture
 def play(world, events, django_capture_on_commit_callbacks):
-    """Post a message as a new turn and let the configured GM answer it, events delivered."""
+    """Post a message as a new queued turn and let the configured GM (or `provider`) answer it
+    here and now, events delivered."""
 
     def play(message: str, actor: Any = None, **kwargs: Any) -> Turn:
-        turn = world.turn(actor=actor, message=message)
         with django_capture_on_commit_callbacks(execute=True):
+            turn = turn_submit(
+                campaign=world.campaign, actor=actor or world.player, message=message
+            )
             return gm_turn_run(turn=turn, **kwargs)
 
     return play

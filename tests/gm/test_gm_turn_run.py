@@ -32,11 +32,12 @@ def messages(turn):
     return list(ChatMessage.objects.filter(turn=turn).values_list("role", "content", "reverted"))
 
 
-def damage_goblin(session: Session):
+def damage_goblin(session: Session, tool_use_id: str = "use-1"):
     return session.call_tool(
         "modify_creature",
         {"creature_id": session.context.state["creatures"][2]["id"], "hp_delta": -2},
         model="test/gm-1",
+        tool_use_id=tool_use_id,
     )
 
 
@@ -132,19 +133,21 @@ def test_a_turn_is_answered_once(world, play):
         gm_turn_run(turn=turn)
 
 
-def test_a_turn_undone_while_the_gm_speaks_takes_no_more_tool_calls(world, play, events):
-    outcomes = []
+def test_a_turn_undone_while_the_gm_speaks_stops_at_its_next_step(world, play, events):
+    reached = []
 
     def undone_midway(session):
         assert damage_goblin(session).ok
         turn_undo(campaign_id=world.campaign.pk, turn_id=session.context.turn.pk, user=world.player)
         session.say("The goblin reels.")
-        outcomes.append(damage_goblin(session))
+        reached.append("before the next call")
+        damage_goblin(session, tool_use_id="use-2")
+        reached.append("after the next call")
 
     turn = play("I attack the goblin.", provider=Provider(undone_midway))
 
-    assert not outcomes[0].ok and "undone" in outcomes[0].content["error"]
-    assert turn.status == Turn.Status.COMPLETED
+    assert reached == ["before the next call"]
+    assert turn.status == Turn.Status.CANCELLED
     assert [r.status for r in ToolInvocation.objects.filter(turn=turn)] == ["reverted"]
     world.goblin.refresh_from_db()
     assert world.goblin.hp == 7
@@ -152,16 +155,17 @@ def test_a_turn_undone_while_the_gm_speaks_takes_no_more_tool_calls(world, play,
         ("player", "I attack the goblin.", True),
         ("gm", "The goblin reels.", True),
     ]
-    assert "message_created" not in [e["type"] for e in of_turn(events, turn)]
+    assert [e["type"] for e in of_turn(events, turn)].count("message_created") == 1  # the player's
+    assert of_turn(events, turn)[-1]["data"]["status"] == "cancelled"
 
 
 def test_read_tools_run_without_an_audit_row(world, play):
     seen = []
 
     def look(session):
-        seen.append(session.call_tool("get_state", {}, model="test/gm-1"))
-        seen.append(session.call_tool("roll_dice", {"expression": "2d6"}, model="test/gm-1"))
-        seen.append(session.call_tool("roll_dice", {"expression": 7}, model="test/gm-1"))
+        asked = [("get_state", {}), ("roll_dice", {"expression": "2d6"})]
+        for i, (name, input) in enumerate([*asked, ("roll_dice", {"expression": 7})]):
+            seen.append(session.call_tool(name, input, model="test/gm-1", tool_use_id=f"use-{i}"))
 
     turn = play("What do I see?", provider=Provider(look))
 
@@ -176,7 +180,9 @@ def test_an_unknown_tool_is_an_error_for_the_model_not_a_crash(world, play):
     seen = []
     turn = play(
         "Cast fireball.",
-        provider=Provider(lambda s: seen.append(s.call_tool("fireball", {}, model="m"))),
+        provider=Provider(
+            lambda s: seen.append(s.call_tool("fireball", {}, model="m", tool_use_id="use-1"))
+        ),
     )
     assert turn.status == Turn.Status.COMPLETED
     assert seen[0].content == {"error": "Unknown tool 'fireball'.", "status": "failed"}

@@ -43,7 +43,8 @@ def test_attack_rolls_damage_calls_modify_creature_and_narrates(world, play, eve
     assert f"Thorin strikes Goblin for {damage} damage" in reply(turn)
 
     types = [e["type"] for e in of_turn(events, turn)]
-    assert types[0] == "gm_turn_started" and types[-2:] == ["message_created", "gm_turn_completed"]
+    assert types[:2] == ["message_created", "gm_turn_started"]  # the player's, then the GM's
+    assert types[-2:] == ["message_created", "gm_turn_completed"]
     assert "gm_text_delta" in types and "state_changed" in types
     deltas = "".join(
         e["data"]["text"] for e in of_turn(events, turn) if e["type"] == "gm_text_delta"

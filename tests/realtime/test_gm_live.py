@@ -1,9 +1,11 @@
-"""A GM turn posted over HTTP streams to a member's websocket event by event, in seq order."""
+"""A GM turn posted over HTTP, then run by a worker, streams to a member's websocket event by
+event, in seq order."""
 
 import pytest
 from channels.db import database_sync_to_async
 from rest_framework.test import APIClient
 
+from tests.conftest import run_due_tasks
 from tests.realtime.conftest import browser, receive_until
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
@@ -23,11 +25,14 @@ async def test_a_gm_turn_reaches_the_table_live_and_in_order(world):
 
     response = await post_turn()
     assert response.status_code == 201
+    assert response.json()["status"] == "queued"
+    await database_sync_to_async(run_due_tasks)()
     events = await receive_until(socket, "gm_turn_completed")
     await socket.disconnect()
 
     types = [e["type"] for e in events]
     assert types[:2] == ["message_created", "gm_turn_started"]
+    assert events[0]["data"]["gm"] == "queued"
     assert types[-2:] == ["message_created", "gm_turn_completed"]
     assert types.count("gm_text_delta") >= 2
     assert types.index("state_changed") < len(types) - 2

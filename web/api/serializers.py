@@ -101,8 +101,8 @@ class TurnCreateInput(StrictSerializer):
     message = serializers.CharField(max_length=MESSAGE_MAX)
     run_gm = serializers.BooleanField(
         default=True,
-        help_text="Run the configured GM (GM_PROVIDER) on the turn before answering; false "
-        "records the player's message only.",
+        help_text="Queue the turn for the configured GM (GM_PROVIDER), which a worker runs; "
+        "false records the player's message only (the turn stays open).",
     )
 
 
@@ -188,6 +188,13 @@ class TurnSerializer(RevertibleSerializer):
     messages = MessageSerializer(many=True, read_only=True)
     invocations = InvocationSummarySerializer(many=True, read_only=True)
     status = serializers.ChoiceField(choices=TURN_STATUSES, read_only=True)
+    attempts = serializers.IntegerField(
+        read_only=True, help_text="How many times a worker claimed the turn (above 1: resumed)."
+    )
+    cancel_requested = serializers.SerializerMethodField()
+    retry_of = serializers.PrimaryKeyRelatedField(
+        read_only=True, allow_null=True, help_text="The undone turn this one runs the GM again on."
+    )
 
     class Meta:
         model = Turn
@@ -195,11 +202,18 @@ class TurnSerializer(RevertibleSerializer):
             "id",
             "actor",
             "status",
+            "attempts",
+            "cancel_requested",
+            "retry_of",
             "created_at",
             *Turn.REVERT_FIELDS,
             "messages",
             "invocations",
         ]
+
+    def get_cancel_requested(self, turn: Turn) -> bool:
+        """Someone asked the GM to stop: a running turn stops at its next step."""
+        return turn.cancel_requested_at is not None
 
 
 # The canonical dump's tables after `campaign`, each a list of rows.

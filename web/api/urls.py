@@ -2,9 +2,10 @@
 
 from django.urls import path
 
-from web.api import auth, rolls, views
+from web.api import auth, rolls, turns, views
 
 CAMPAIGN = "campaigns/<uuid:campaign_id>/"
+TURN = CAMPAIGN + "turns/<int:turn_id>/"
 
 urlpatterns = [
     path("auth/token/", auth.TokenView.as_view(), name="api-token"),
@@ -23,4 +24,6 @@ urlpatterns = [
     path(CAMPAIGN + "dungeons/", views.DungeonCreateView.as_view(), name="api-dungeons"),
     path(CAMPAIGN + "turns/", views.TurnListView.as_view(), name="api-turns"),
     path(CAMPAIGN + "rolls/", rolls.RollListView.as_view(), name="api-rolls"),
+    path(TURN + "cancel/", turns.TurnCancelView.as_view(), name="api-turn-cancel"),
+    path(TURN + "retry/", turns.TurnRetryView.as_view(), name="api-turn-retry"),
 ]

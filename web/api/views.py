@@ -31,7 +31,7 @@ from core.api.base import (
     with_post_schema,
 )
 from core.api.errors import error_responses
-from gm.services import gm_turn_run
+from gm.services import turn_submit
 from web.api import serializers as s
 from web.api.permissions import require_may_create_creature, require_member, require_owner
 
@@ -222,7 +222,8 @@ class DungeonCreateView(OwnerCreateView):
 @extend_schema(tags=["turns"])
 class TurnListView(ApiListView):
     """Turns, newest first, each with its chat messages and a summary of its tool calls;
-    posting a message opens a new turn for the caller, which the configured GM answers."""
+    posting a message opens a new turn for the caller, queued for the configured GM, which a
+    worker answers (the response does not wait for it)."""
 
     serializer_class = s.TurnSerializer
     pagination_class = TurnPagination
@@ -238,7 +239,7 @@ class TurnListView(ApiListView):
         return super().get(request, *args, **kwargs)
 
     @extend_schema(
-        summary="Post a player's message as a new turn; the GM answers it unless run_gm is false",
+        summary="Post a player's message as a new turn, queued for the GM unless run_gm is false",
         request=s.TurnCreateInput,
         responses={201: s.TurnSerializer, **error_responses(403)},
     )
@@ -247,9 +248,8 @@ class TurnListView(ApiListView):
         with recording_denials(user=request.user, ip=client_ip(request)):
             require_member(campaign=campaign, user=request.user, action="turn_create")
         data = validated(s.TurnCreateInput, request.data)
-        turn = services.turn_create(campaign=campaign, actor=request.user, message=data["message"])
-        if data["run_gm"]:
-            gm_turn_run(turn=turn)
+        create = turn_submit if data["run_gm"] else services.turn_create
+        turn = create(campaign=campaign, actor=request.user, message=data["message"])
         return Response(
             s.TurnSerializer(turn_list(campaign=campaign).get(pk=turn.pk)).data,
             status=status.HTTP_201_CREATED,

@@ -1,18 +1,21 @@
-"""`manage.py gm_recover_turns`: fail every turn a dead process left `running` (cron-friendly;
-the runner also sweeps a campaign before each of its GM turns)."""
+"""`manage.py gm_recover_turns`: look at every GM turn whose lease or wait has run out, as its
+watchdog would: resume a turn whose worker died (or fail it past GM_MAX_ATTEMPTS), and hand a
+stranded queued turn to a worker. Each turn's watchdog task does this on its own; the command is
+a cron-friendly backstop for a watchdog lost with the worker that was running it."""
 
 from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from gm.services import turn_stale_fail
+from gm.tasks import turns_recover
 
 
 class Command(BaseCommand):
-    help = "Fail GM turns left running past GM_TURN_TIMEOUT by a process that died."
+    help = "Resume or fail GM turns whose worker lost its lease; re-enqueue stranded turns."
 
     def handle(self, *args: Any, **options: Any) -> None:
-        failed = turn_stale_fail()
-        self.stdout.write(
-            f"{len(failed)} stale turn(s) failed" + (f": {failed}" if failed else ".")
-        )
+        outcomes = turns_recover()
+        if not outcomes:
+            self.stdout.write("No GM turn is overdue.")
+        for outcome, turn_ids in sorted(outcomes.items()):
+            self.stdout.write(f"{outcome}: {len(turn_ids)} turn(s) {turn_ids}")

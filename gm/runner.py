@@ -1,0 +1,189 @@
+"""Running the GM on a turn a worker has claimed, and ending turns.
+
+The runner holds the turn's lease for as long as it runs (a heartbeat renews it). Whatever the
+provider does, the turn ends `completed`, `failed` with a system message saying why, or
+`cancelled` (someone cancelled it, or it was undone, while the GM spoke); tool calls already
+committed stay in the log, undoable. The one exception is a runner that lost its lease: the turn
+went on elsewhere, and this runner leaves without writing anything.
+"""
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+
+from audit.models import ToolInvocation
+from campaigns.models import ChatMessage, Turn
+from campaigns.realtime import EventSource, broadcast_on_commit, event
+from campaigns.services import message_post
+from core.faults import is_unavailable
+from gm.base import GMError, TurnStopped
+from gm.context import gm_context
+from gm.lease import Heartbeat
+from gm.models import GMTranscript
+from gm.providers import provider_for
+from gm.session import TurnSession
+from gm.transcript import lease_hold, transcript_rounds
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A turn a runner holds the lease on, and which attempt at the turn this is."""
+
+    turn: Turn
+    owner: str
+    attempt: int
+
+
+def claim_run(claim: Claim, provider: Any = None) -> Turn:
+    """Run the GM on a claimed turn until it ends (or this runner loses its lease)."""
+    turn = claim.turn
+    session: TurnSession | None = None
+    model = ""
+    with Heartbeat(turn_id=turn.pk, owner=claim.owner) as heartbeat:
+        try:
+            provider = provider or provider_for()
+            model = provider.model
+            session = _session(claim, heartbeat)
+            data = {"actor": turn.actor.get_username(), "model": model, "attempt": claim.attempt}
+            session.publish("gm_turn_started", data)
+            provider.run(session)
+            _end(claim, Turn.Status.COMPLETED, session, model=model)
+        except TurnStopped as stop:
+            if stop.why == TurnStopped.LOST:
+                logger.warning("GM turn %s: lease lost by %s, stopping", turn.pk, claim.owner)
+            else:
+                _end(claim, Turn.Status.CANCELLED, session, model=model)
+        except Exception as exc:
+            reason = _failure_reason(turn, exc)
+            _end(claim, Turn.Status.FAILED, session, model=model, reason=reason)
+    turn.refresh_from_db()
+    return turn
+
+
+def _session(claim: Claim, heartbeat: Heartbeat) -> TurnSession:
+    turn = claim.turn
+    opening = GMTranscript.objects.get(turn=turn).state
+    return TurnSession(
+        turn=turn,
+        context=gm_context(turn=turn, state=opening),
+        owner=claim.owner,
+        attempt=claim.attempt,
+        rounds=transcript_rounds(turn=turn),
+        lost=heartbeat.lost,
+    )
+
+
+def _failure_reason(turn: Turn, exc: Exception) -> str:
+    """What the table reads. Provider errors are expected (an overloaded API), and so are
+    outages of our own database or channel layer; anything else is a bug in our code and logged
+    with its traceback."""
+    if isinstance(exc, GMError):
+        logger.warning("GM turn %s failed: %s", turn.pk, exc)
+        reason = str(exc).strip()
+        return reason if reason.endswith((".", "!", "?")) else reason + "."
+    if is_unavailable(exc):  # an outage is not our bug: say so, and that a retry may work
+        logger.warning("GM turn %s stopped by an outage: %s: %s", turn.pk, type(exc).__name__, exc)
+        return "the game's database or live feed was unavailable; try again in a moment."
+    logger.exception("GM turn %s crashed", turn.pk)
+    return f"the GM ran into an internal error ({type(exc).__name__})."
+
+
+def _end(
+    claim: Claim, status: str, session: TurnSession | None, *, model: str, reason: str = ""
+) -> None:
+    """End the turn if this runner still holds it; its narration so far becomes its message."""
+    try:
+        with transaction.atomic(durable=True):
+            current = lease_hold(claim.turn, claim.owner)
+            if session is not None:
+                session.flush()
+            text = session.text if session is not None else ""
+            turn_close(current, status=status, model=model, text=text, reason=reason)
+    except TurnStopped:
+        logger.warning("GM turn %s ended elsewhere; %s writes nothing", claim.turn.pk, claim.owner)
+
+
+def turn_close(
+    turn: Turn, *, status: str, model: str = "", text: str = "", reason: str = ""
+) -> None:
+    """End a turn, under its locks: the GM's words so far as its message (on record only, if
+    the turn was undone), a system note unless it completed, its status, and
+    `gm_turn_completed` for the table."""
+    has_calls = ToolInvocation.objects.filter(campaign_id=turn.campaign_id, turn=turn).exists()
+    message = None
+    if turn.reverted_at is not None:
+        if text:  # undone while the GM was speaking: keep the words on record, not in the feed
+            ChatMessage.objects.create(
+                campaign_id=turn.campaign_id,
+                turn=turn,
+                role=ChatMessage.Role.GM,
+                source=ChatMessage.Source.AI_TOOL_EXECUTION,
+                content=text,
+                reverted=True,
+            )
+    else:
+        if text:
+            message = _post(turn, ChatMessage.Role.GM, text)
+        note = _note(turn, status, reason=reason, unfinished=bool(text), has_calls=has_calls)
+        if note:
+            message = _post(turn, ChatMessage.Role.SYSTEM, note)
+    Turn.objects.filter(pk=turn.pk).update(status=status, lease_owner="", lease_expires_at=None)
+    _completed_event(turn, status=status, model=model, message=message, error=reason)
+
+
+def _post(turn: Turn, role: str, content: str) -> ChatMessage:
+    source = (
+        ChatMessage.Source.AI_TOOL_EXECUTION
+        if role == ChatMessage.Role.GM
+        else ChatMessage.Source.SYSTEM
+    )
+    return message_post(turn=turn, author=None, role=role, source=source, content=content)
+
+
+def _note(turn: Turn, status: str, *, reason: str, unfinished: bool, has_calls: bool) -> str:
+    if status == Turn.Status.COMPLETED:
+        return ""
+    if status == Turn.Status.FAILED:
+        note = f"The GM could not finish this turn: {reason}"
+    elif turn.status == Turn.Status.QUEUED and turn.attempts == 0:
+        return f"{_who(turn)} cancelled this turn before the GM answered it."
+    else:
+        note = f"{_who(turn)} stopped the GM on this turn."
+    if unfinished:
+        note += " Its narration above is unfinished."
+    if has_calls:
+        note += " Its tool calls so far are in the log and can be undone."
+    return note
+
+
+def _who(turn: Turn) -> str:
+    by = turn.cancel_requested_by
+    return by.get_username() if by is not None else "Someone"
+
+
+def _completed_event(
+    turn: Turn, *, status: str, model: str, message: ChatMessage | None, error: str
+) -> None:
+    invocations = ToolInvocation.objects.filter(campaign_id=turn.campaign_id, turn=turn)
+    by = turn.cancel_requested_by if status == Turn.Status.CANCELLED else None
+    data = {
+        "status": status,
+        "model": model,
+        "message": message.pk if message else None,
+        "content": message.content if message else "",
+        "invocations": [
+            str(pk) for pk in invocations.order_by("sequence").values_list("pk", flat=True)
+        ],
+        "error": error,
+        "cancelled_by": by.get_username() if by is not None else None,
+    }
+    source = (
+        EventSource.AI_TOOL_EXECUTION if status == Turn.Status.COMPLETED else EventSource.SYSTEM
+    )
+    broadcast_on_commit(
+        turn.campaign_id, [event("gm_turn_completed", data, source=source, turn=turn.pk)]
+    )

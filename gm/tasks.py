@@ -1,0 +1,187 @@
+"""GM turns as background work: the tasks the workers (`manage.py db_worker`) run, and the rules
+for which turn runs when.
+
+Per campaign, turns run one at a time, oldest first: a task claims its campaign's oldest queued
+turn unless a turn of that campaign is running (a partial unique index on the turn table says so
+too), and a turn that ends enqueues the next. Campaigns run in parallel, on as many workers as
+there are. Tasks are stored by django-tasks-db in the same database, in the caller's
+transaction: a turn and its task commit together, or neither does.
+
+Every turn has a watchdog, a task that looks at it again when its lease (or, while it waits, its
+deadline) runs out: a worker that died mid-turn leaves a lease nobody renews, and the watchdog
+puts the turn back in the queue to resume from its transcript, or fails it after
+GM_MAX_ATTEMPTS claims, within about GM_LEASE_SECONDS of the death and without any request.
+"""
+
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+from django_tasks import task
+
+from audit.services.common import campaign_lock
+from campaigns.models import Turn
+from campaigns.selectors import campaign_state
+from gm.lease import WATCH_GRACE, lease_deadline, new_owner
+from gm.runner import Claim, claim_run, turn_close
+from gm.transcript import transcript_open, transcript_text, turn_lock
+
+# Watchdogs go before turns waiting in the queue, so recovery stays bounded under a backlog.
+WATCH_PRIORITY = 10
+
+
+@task()
+def run_turn(turn_id: int) -> str:
+    """Run the GM on the next turn of `turn_id`'s campaign (which may be an older one)."""
+    campaign_id = Turn.objects.filter(pk=turn_id).values_list("campaign_id", flat=True).first()
+    if campaign_id is None:
+        return f"turn {turn_id} does not exist"
+    claim = turn_claim(campaign_id=campaign_id)
+    if claim is None:
+        return "nothing to run: the campaign's turn is running, or none is queued"
+    turn = claim_run(claim)
+    turn_enqueue_next(campaign_id=campaign_id)
+    return f"turn {turn.pk} {turn.status}"
+
+
+@task(priority=WATCH_PRIORITY)
+def watch_turn(turn_id: int, attempt: int) -> str:
+    return turn_watch(turn_id=turn_id, attempt=attempt)
+
+
+def turn_enqueue(turn: Turn) -> None:
+    """Queue a new turn for the GM, with its watchdog. In the caller's transaction."""
+    deadline = lease_deadline()
+    Turn.objects.filter(pk=turn.pk).update(lease_expires_at=deadline)
+    run_turn.enqueue(turn.pk)
+    _watch_at(turn, deadline)
+
+
+def _watch_at(turn: Turn, at: datetime) -> None:
+    """One watchdog per attempt: a claim starts a new one, and the previous one then ends."""
+    watch_turn.using(run_after=at + WATCH_GRACE).enqueue(turn.pk, turn.attempts)
+
+
+def turn_claim(*, campaign_id: Any, turn_id: int | None = None) -> Claim | None:
+    """Claim the campaign's oldest queued turn for this runner (`turn_id`: only if it is that
+    turn), unless one of its turns is running. The first claim stores the state the turn's GM
+    decides from."""
+    with transaction.atomic(durable=True):
+        campaign = campaign_lock(campaign_id)
+        turns = Turn.objects.filter(campaign_id=campaign_id)
+        # A turn undone while it waited is over: the GM never answers it.
+        turns.filter(status=Turn.Status.QUEUED, reverted_at__isnull=False).update(
+            status=Turn.Status.CANCELLED, lease_expires_at=None
+        )
+        if turns.filter(status=Turn.Status.RUNNING).exists():
+            return None
+        turn = turns.filter(status=Turn.Status.QUEUED).order_by("pk").first()
+        if turn is None or (turn_id is not None and turn.pk != turn_id):
+            return None
+        owner = new_owner()
+        turns.filter(pk=turn.pk).update(
+            status=Turn.Status.RUNNING,
+            lease_owner=owner,
+            lease_expires_at=lease_deadline(),
+            attempts=F("attempts") + 1,
+        )
+        turn.refresh_from_db()
+        if turn.attempts == 1:
+            transcript_open(turn=turn, state=campaign_state(campaign))
+        _watch_at(turn, turn.lease_expires_at)
+        return Claim(turn=turn, owner=owner, attempt=turn.attempts)
+
+
+def turn_enqueue_next(*, campaign_id: Any) -> None:
+    """After a turn ends: the campaign's next queued turn, if any, goes to a worker."""
+    with transaction.atomic(durable=True):
+        _enqueue_next(campaign_id)
+
+
+def _enqueue_next(campaign_id: Any) -> None:
+    turns = Turn.objects.filter(campaign_id=campaign_id)
+    if turns.filter(status=Turn.Status.RUNNING).exists():
+        return
+    following = turns.filter(status=Turn.Status.QUEUED).order_by("pk").first()
+    if following is not None:
+        run_turn.enqueue(following.pk)
+
+
+def turn_watch(*, turn_id: int, attempt: int) -> str:
+    """Look at a turn whose lease (or wait) may have run out, and act: resume a turn whose
+    worker died, fail it past GM_MAX_ATTEMPTS, hand a stranded queued turn to a worker. The
+    watchdog of an earlier `attempt` than the turn's ends: the latest claim has its own."""
+    turn = Turn.objects.filter(pk=turn_id).first()
+    if turn is None:
+        return "gone"
+    with transaction.atomic(durable=True):
+        turn = turn_lock(turn)
+        if turn.attempts != attempt:
+            return "superseded"
+        if turn.status == Turn.Status.QUEUED:
+            return _watch_queued(turn)
+        if turn.status != Turn.Status.RUNNING:
+            return "ended"
+        if turn.lease_expires_at > timezone.now():
+            _watch_at(turn, turn.lease_expires_at)
+            return "alive"
+        return _recover(turn)
+
+
+def _watch_queued(turn: Turn) -> str:
+    """A queued turn normally waits for a worker or for its campaign's running turn. One that
+    is its campaign's next and has waited a whole lease with nothing running has lost its task
+    (a worker died between taking the task and claiming the turn): it gets another."""
+    now = timezone.now()
+    if turn.lease_expires_at is not None and turn.lease_expires_at > now:
+        _watch_at(turn, turn.lease_expires_at)
+        return "waiting"
+    turns = Turn.objects.filter(campaign_id=turn.campaign_id)
+    stranded = (
+        not turns.filter(status=Turn.Status.RUNNING).exists()
+        and not turns.filter(status=Turn.Status.QUEUED, pk__lt=turn.pk).exists()
+    )
+    deadline = lease_deadline()
+    Turn.objects.filter(pk=turn.pk).update(lease_expires_at=deadline)
+    if stranded:
+        run_turn.enqueue(turn.pk)
+    _watch_at(turn, deadline)
+    return "re-enqueued" if stranded else "waiting"
+
+
+def _recover(turn: Turn) -> str:
+    """The lease ran out: the runner died (or stalled past it). Assumes the turn's locks."""
+    kept = transcript_text(turn=turn)
+    if turn.cancel_requested_at is not None or turn.reverted_at is not None:
+        turn_close(turn, status=Turn.Status.CANCELLED, text=kept)
+        outcome = "cancelled"
+    elif turn.attempts >= settings.GM_MAX_ATTEMPTS:
+        reason = f"the worker running it stopped responding ({turn.attempts} attempts)."
+        turn_close(turn, status=Turn.Status.FAILED, text=kept, reason=reason)
+        outcome = "failed"
+    else:
+        deadline = lease_deadline()
+        Turn.objects.filter(pk=turn.pk).update(
+            status=Turn.Status.QUEUED, lease_owner="", lease_expires_at=deadline
+        )
+        run_turn.enqueue(turn.pk)
+        _watch_at(turn, deadline)
+        return "resumed"
+    _enqueue_next(turn.campaign_id)
+    return outcome
+
+
+def turns_recover() -> dict[str, list[int]]:
+    """Watch every turn whose lease or wait has run out now (`manage.py gm_recover_turns`: a
+    backstop for a watchdog lost with its worker). Outcomes by kind, turn ids in order."""
+    overdue = Turn.objects.filter(
+        status__in=[Turn.Status.QUEUED, Turn.Status.RUNNING],
+        lease_expires_at__lte=timezone.now(),
+    ).order_by("pk")
+    outcomes: dict[str, list[int]] = {}
+    for turn_id, attempt in overdue.values_list("pk", "attempts"):
+        outcomes.setdefault(turn_watch(turn_id=turn_id, attempt=attempt), []).append(turn_id)
+    return outcomes

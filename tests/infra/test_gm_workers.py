@@ -1,0 +1,166 @@
+"""GM turns in real worker processes (`manage.py db_worker`): a worker killed with SIGKILL
+mid-turn loses its lease, and the turn resumes on another worker within a bounded time, each
+tool call applied exactly once; turns of one campaign run one at a time, campaigns in parallel.
+
+The scripted GM waits `DELAY` seconds per round here, as a model would, so a test can kill a
+worker in the middle of a round or between two tool calls. Every wait is a poll with a deadline.
+"""
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from audit.models import ToolInvocation
+from campaigns.models import ChatMessage, Creature, Turn
+from gm.models import GMRound
+from gm.services import turn_submit
+from tests.conftest import World, build_world, postgres_only
+from tests.servers import WorkerProcess
+
+DELAY = 1.0  # seconds per round of the scripted GM
+LEASE = 2.0  # GM_LEASE_SECONDS of the workers
+DEADLINE = 45.0  # a condition not met by then fails the test
+TWO_ACTIONS = "I attack the goblin, then move me to 3,4"
+
+
+def wait_for(condition: Callable[[], Any], what: str, workers: list[WorkerProcess]) -> Any:
+    deadline = time.monotonic() + DEADLINE
+    while time.monotonic() < deadline:
+        found = condition()
+        if found:
+            return found
+        time.sleep(0.02)
+    logs = "\n".join(f"--- {w.name}\n{w.output()[-3000:]}" for w in workers)
+    raise AssertionError(f"not within {DEADLINE} s: {what}\n{logs}")
+
+
+def turn_now(turn: Turn) -> Turn:
+    return Turn.objects.get(pk=turn.pk)
+
+
+def _pid(turn: Turn) -> str:
+    """The process id in the turn's lease owner (host:pid:nonce)."""
+    owner = turn_now(turn).lease_owner
+    return owner.split(":")[1] if owner else ""
+
+
+def submit(world: World, message: str) -> Turn:
+    return turn_submit(campaign=world.campaign, actor=world.player, message=message)
+
+
+def test_a_worker_process_answers_a_queued_turn(live_world: World, gm_workers):
+    worker = gm_workers()
+    turn = submit(live_world, "I attack the goblin")
+
+    wait_for(lambda: turn_now(turn).status == "completed", "the turn completed", [worker])
+
+    [row] = ToolInvocation.objects.filter(turn=turn)
+    assert (row.tool_name, row.tool_use_id, row.status) == (
+        "modify_creature",
+        "scripted-1",
+        "committed",
+    )
+    assert f":{worker.pid}:" not in turn_now(turn).lease_owner  # released
+    assert "Thorin strikes Goblin" in ChatMessage.objects.get(turn=turn, role="gm").content
+
+
+def killed_mid_round(turn: Turn) -> bool:
+    """The first round is under way (the GM is thinking) and nothing of it is stored yet."""
+    return turn_now(turn).status == "running" and not GMRound.objects.filter(turn=turn).exists()
+
+
+def killed_between_calls(turn: Turn) -> bool:
+    """The first tool call has committed; the second round is still being thought."""
+    return ToolInvocation.objects.filter(turn=turn).count() == 1
+
+
+@postgres_only
+@pytest.mark.parametrize("moment", [killed_mid_round, killed_between_calls])
+def test_a_turn_whose_worker_is_killed_resumes_elsewhere_applying_each_call_once(
+    live_world: World, gm_workers, moment
+):
+    world = live_world
+    first = gm_workers(delay=DELAY, lease=LEASE)
+    turn = submit(world, TWO_ACTIONS)
+    wait_for(
+        lambda: f":{first.pid}:" in turn_now(turn).lease_owner, "the first worker ran it", [first]
+    )
+    wait_for(lambda: moment(turn), moment.__doc__, [first])
+
+    first.kill()
+    second = gm_workers(delay=DELAY, lease=LEASE)
+
+    ended = wait_for(
+        lambda: (t := turn_now(turn)).status not in ("queued", "running") and t,
+        "the turn ended on the second worker",
+        [first, second],
+    )
+    assert (ended.status, ended.attempts) == ("completed", 2)
+    rows = ToolInvocation.objects.filter(turn=turn).order_by("sequence")
+    assert list(rows.values_list("tool_name", "tool_use_id", "status")) == [
+        ("modify_creature", "scripted-1", "committed"),
+        ("move_token", "scripted-2", "committed"),
+    ]
+    damage = -rows[0].input["hp_delta"]
+    assert Creature.objects.get(pk=world.goblin.pk).hp == max(0, 7 - damage)  # hit once
+    hero = Creature.objects.get(pk=world.hero.pk)
+    assert (hero.x, hero.y) == (3, 4)
+    rounds = list(GMRound.objects.filter(turn=turn).order_by("index"))
+    assert [r.index for r in rounds] == [0, 1, 2]
+    reply = ChatMessage.objects.get(turn=turn, role="gm").content
+    assert reply == "".join(r.text for r in rounds).strip()
+    assert f"for {damage} damage" in reply and "moves to (3, 4)" in reply
+
+
+@postgres_only
+def test_a_turn_whose_workers_keep_dying_fails_plainly(live_world: World, gm_workers):
+    world = live_world
+    turn = submit(world, TWO_ACTIONS)
+    workers = []
+    for attempt in (1, 2):
+        worker = gm_workers(delay=DELAY, lease=LEASE, attempts=2)
+        workers.append(worker)
+        claimed = f"{attempt}:{worker.pid}"
+        wait_for(
+            lambda claimed=claimed: f"{turn_now(turn).attempts}:{_pid(turn)}" == claimed,
+            f"attempt {attempt} running",
+            workers,
+        )
+        worker.kill()
+    workers.append(gm_workers(delay=DELAY, lease=LEASE, attempts=2))  # runs the watchdog
+
+    ended = wait_for(lambda: (t := turn_now(turn)).status == "failed" and t, "failed", workers)
+    assert ended.attempts == 2
+    note = ChatMessage.objects.get(turn=turn, role="system").content
+    assert note.startswith(
+        "The GM could not finish this turn: the worker running it stopped responding (2 attempts)."
+    )
+    assert ToolInvocation.objects.filter(turn=turn).count() <= 1
+
+
+@postgres_only
+def test_two_workers_run_two_campaigns_at_once_and_one_campaign_in_order(
+    live_world: World, gm_workers
+):
+    world, elsewhere = live_world, build_world("b-")
+    workers = [gm_workers(delay=DELAY), gm_workers(delay=DELAY)]
+    a1 = submit(world, "I attack the goblin")
+    a2 = submit(world, "I attack the orc")
+    b1 = turn_submit(campaign=elsewhere.campaign, actor=elsewhere.player, message="I attack")
+
+    def both_campaigns_running():
+        running = set(Turn.objects.filter(status="running").values_list("pk", flat=True))
+        assert len(running & {a1.pk, a2.pk}) <= 1
+        return {a1.pk, b1.pk} <= running
+
+    wait_for(both_campaigns_running, "a turn of each campaign running at once", workers)
+    wait_for(
+        lambda: all(turn_now(t).status == "completed" for t in (a1, a2, b1)),
+        "every turn completed",
+        workers,
+    )
+    first_done = GMRound.objects.filter(turn=a1).order_by("-index").first().completed_at
+    second_began = GMRound.objects.filter(turn=a2).order_by("index").first().created_at
+    assert first_done < second_began
