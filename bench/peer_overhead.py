@@ -1,0 +1,156 @@
+"""What recording a write costs, next to the libraries users compare us with: the same write (lock
+the campaign row, read a creature, lower its HP, commit) done bare, through
+django-simple-history, django-pghistory and django-reversion, and through the audited dispatch
+(`modify_creature`), alternating call by call in one run on PostgreSQL.
+
+    .venv/bin/python bench/peer_overhead.py [--smoke] [iterations] [warmup]
+
+The peers record the write into a throwaway copy of a creature's vitals each (the bench-only
+`peers` app, installed by `peers.settings` with the three libraries, set up as their docs say);
+bare and audited write the project's own creature. `statements` counts the SQL statements the
+client sends for one write (BEGIN and COMMIT included; a trigger's insert runs inside the server
+and is not one). Each round runs every variant once, starting from a different one each round,
+so machine noise hits all alike; the ratio of medians to bare is the figure to read.
+A benchmark, not a test: it asserts no figure, only that every step did what it should.
+"""
+
+import os
+import statistics
+import time
+import uuid
+from collections.abc import Callable
+
+from _setup import django_on_postgres, sizes
+
+RECORDS = {
+    "bare": "nothing",
+    "django-simple-history": "the full row after the write (post_save)",
+    "django-pghistory": "the row after the write (trigger)",
+    "django-reversion": "the serialized object + a revision row",
+    "audited dispatch": "pre-state, post-state, write/read set, hash chain, events",
+}
+
+
+def variants() -> dict[str, Callable[[], None]]:
+    """Each variant's write, on a table of its own in one campaign."""
+    import reversion
+    from django.contrib.auth.models import User
+    from django.db import transaction
+    from peers.models import PgHistoryCreature, ReversionCreature, SimpleHistoryCreature
+
+    from audit.services import invocation_dispatch
+    from campaigns.models import Campaign, Creature
+    from campaigns.services import campaign_create, creature_create
+
+    owner = User.objects.create_user(f"bench-{uuid.uuid4().hex[:8]}")
+    campaign = campaign_create(owner=owner, name="bench")
+    vitals = {"name": "Dummy", "hp": 10**6, "max_hp": 10**6}
+    target = creature_create(campaign=campaign, kind="monster", **vitals)
+
+    def write(model: type, pk: int) -> None:
+        Campaign.objects.select_for_update().get(pk=campaign.pk)
+        creature = model.objects.get(campaign=campaign, pk=pk)
+        creature.hp = max(0, creature.hp - 1)
+        creature.save(update_fields=["hp"])
+
+    def tracked(model: type) -> Callable[[], None]:
+        pk = model.objects.create(campaign=campaign, **vitals).pk
+
+        def tracked_write() -> None:
+            with transaction.atomic():
+                write(model, pk)
+
+        return tracked_write
+
+    def bare() -> None:
+        with transaction.atomic():
+            write(Creature, target.pk)
+
+    reversion_pk = ReversionCreature.objects.create(campaign=campaign, **vitals).pk
+
+    def reversioned() -> None:
+        with transaction.atomic(), reversion.create_revision():
+            write(ReversionCreature, reversion_pk)
+
+    def audited() -> None:
+        row = invocation_dispatch(
+            campaign=campaign,
+            actor=owner,
+            tool_name="modify_creature",
+            input={"creature_id": target.pk, "hp_delta": -1},
+        )
+        assert row.status == row.Status.COMMITTED, row.error
+
+    return {
+        "bare": bare,
+        "django-simple-history": tracked(SimpleHistoryCreature),
+        "django-pghistory": tracked(PgHistoryCreature),
+        "django-reversion": reversioned,
+        "audited dispatch": audited,
+    }
+
+
+def recorded() -> dict[str, int]:
+    """How many records each variant left: every write must have been recorded."""
+    from peers.models import PgHistoryCreature, ReversionCreature, SimpleHistoryCreature
+    from reversion.models import Version
+
+    from audit.models import ToolInvocation
+
+    return {
+        "django-simple-history": SimpleHistoryCreature.history.filter(history_type="~").count(),
+        "django-pghistory": PgHistoryCreature.pgh_event_model.objects.filter(
+            pgh_label="update"
+        ).count(),
+        "django-reversion": Version.objects.get_for_model(ReversionCreature).count(),
+        "audited dispatch": ToolInvocation.objects.filter(status="committed").count(),
+    }
+
+
+def statements(fn: Callable[[], None]) -> int:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        fn()
+    return len(queries)
+
+
+def main(iterations: int, warmup: int) -> None:
+    writes = variants()
+    names = list(writes)
+    for _ in range(warmup):  # warm connections and caches
+        for fn in writes.values():
+            fn()
+    counts = {name: statements(fn) for name, fn in writes.items()}
+    timings: dict[str, list[float]] = {name: [] for name in names}
+    for i in range(iterations):
+        for name in names[i % len(names) :] + names[: i % len(names)]:
+            start = time.perf_counter()
+            writes[name]()
+            timings[name].append(time.perf_counter() - start)
+    done = warmup + 1 + iterations
+    left = recorded()
+    assert all(n == done for n in left.values()), (done, left)
+
+    med = {name: statistics.median(v) * 1000 for name, v in timings.items()}
+    p95 = {name: statistics.quantiles(v, n=20)[18] * 1000 for name, v in timings.items()}
+    print(f"one write (lock campaign, read creature, lower HP, commit); {iterations} per variant")
+    print("PostgreSQL, variants alternating, each write recorded as its library does")
+    print(f"{'variant':<22}{'median ms':>10}{'p95 ms':>9}{'statements':>11}{'ratio':>8}  records")
+    for name in names:
+        print(
+            f"{name:<22}{med[name]:>10.2f}{p95[name]:>9.2f}{counts[name]:>11}"
+            f"{med[name] / med['bare']:>7.2f}x  {RECORDS[name]}"
+        )
+
+
+if __name__ == "__main__":
+    run = sizes(
+        __doc__,
+        full={"iterations": 500, "warmup": 20},
+        smoke={"iterations": 10, "warmup": 2},
+    )
+    os.environ["DJANGO_SETTINGS_MODULE"] = "peers.settings"
+    with django_on_postgres("peers"):
+        main(**run)
