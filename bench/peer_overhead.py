@@ -17,10 +17,10 @@ A benchmark, not a test: it asserts no figure, only that every step did what it 
 import os
 import statistics
 import time
-import uuid
 from collections.abc import Callable
 
 from _setup import django_on_postgres, sizes
+from _world import audited_hit, bare_hit, table
 
 RECORDS = {
     "bare": "nothing",
@@ -34,52 +34,35 @@ RECORDS = {
 def variants() -> dict[str, Callable[[], None]]:
     """Each variant's write, on a table of its own in one campaign."""
     import reversion
-    from django.contrib.auth.models import User
     from django.db import transaction
     from peers.models import PgHistoryCreature, ReversionCreature, SimpleHistoryCreature
 
-    from audit.services import invocation_dispatch
-    from campaigns.models import Campaign, Creature
-    from campaigns.services import campaign_create, creature_create
+    from campaigns.models import Creature
 
-    owner = User.objects.create_user(f"bench-{uuid.uuid4().hex[:8]}")
-    campaign = campaign_create(owner=owner, name="bench")
-    vitals = {"name": "Dummy", "hp": 10**6, "max_hp": 10**6}
-    target = creature_create(campaign=campaign, kind="monster", **vitals)
-
-    def write(model: type, pk: int) -> None:
-        Campaign.objects.select_for_update().get(pk=campaign.pk)
-        creature = model.objects.get(campaign=campaign, pk=pk)
-        creature.hp = max(0, creature.hp - 1)
-        creature.save(update_fields=["hp"])
+    campaign, owner, target = table("bench")
+    vitals = {"name": "Dummy", "hp": target.hp, "max_hp": target.max_hp}
 
     def tracked(model: type) -> Callable[[], None]:
         pk = model.objects.create(campaign=campaign, **vitals).pk
 
         def tracked_write() -> None:
             with transaction.atomic():
-                write(model, pk)
+                bare_hit(campaign, model, pk)
 
         return tracked_write
 
     def bare() -> None:
         with transaction.atomic():
-            write(Creature, target.pk)
+            bare_hit(campaign, Creature, target.pk)
 
     reversion_pk = ReversionCreature.objects.create(campaign=campaign, **vitals).pk
 
     def reversioned() -> None:
         with transaction.atomic(), reversion.create_revision():
-            write(ReversionCreature, reversion_pk)
+            bare_hit(campaign, ReversionCreature, reversion_pk)
 
     def audited() -> None:
-        row = invocation_dispatch(
-            campaign=campaign,
-            actor=owner,
-            tool_name="modify_creature",
-            input={"creature_id": target.pk, "hp_delta": -1},
-        )
-        assert row.status == row.Status.COMMITTED, row.error
+        audited_hit(campaign, owner, target)
 
     return {
         "bare": bare,

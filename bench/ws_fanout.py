@@ -40,12 +40,12 @@ import sys
 import tempfile
 import time
 import urllib.request
-import uuid
 from collections import defaultdict
 from multiprocessing.connection import Connection
 from typing import Any
 
 from _setup import ROOT, django_on_postgres, sizes
+from _world import audited_hit, table
 
 CLIENT_PROCESSES = 4
 TIMEOUT = 30  # seconds: a server start, a handshake batch or an event, before the run fails
@@ -195,17 +195,13 @@ def build_table(clients: int) -> dict[str, Any]:
     from rest_framework.authtoken.models import Token
 
     from campaigns.models import Membership
-    from campaigns.services import campaign_create, creature_create
 
-    tag = uuid.uuid4().hex[:8]
-    owner = User.objects.create_user(f"owner-{tag}")
-    campaign = campaign_create(owner=owner, name=f"fan-out {clients}")
-    players = User.objects.bulk_create(User(username=f"p{i}-{tag}") for i in range(clients))
+    campaign, owner, dummy = table(f"fan-out-{clients}")
+    players = User.objects.bulk_create(User(username=f"p{i}-{owner}") for i in range(clients))
     Membership.objects.bulk_create(Membership(campaign=campaign, user=p) for p in players)
     tokens = Token.objects.bulk_create(
         Token(user=u, key=Token.generate_key()) for u in [owner, *players]
     )
-    dummy = creature_create(campaign=campaign, name="Dummy", kind="monster", hp=10**5, max_hp=10**5)
     return {
         "campaign": campaign,
         "owner": owner,
@@ -217,18 +213,10 @@ def build_table(clients: int) -> dict[str, Any]:
 
 def hit(table: dict[str, Any]) -> int:
     """A turn with one committed `modify_creature` call; its id."""
-    from audit.services import invocation_dispatch
     from campaigns.services import turn_create
 
     turn = turn_create(campaign=table["campaign"], actor=table["owner"], message="I attack.")
-    row = invocation_dispatch(
-        campaign=table["campaign"],
-        actor=table["owner"],
-        tool_name="modify_creature",
-        input={"creature_id": table["dummy"].pk, "hp_delta": -1},
-        turn=turn,
-    )
-    assert row.status == row.Status.COMMITTED, row.error
+    audited_hit(table["campaign"], table["owner"], table["dummy"], turn=turn)
     return turn.pk
 
 
