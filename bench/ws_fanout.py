@@ -41,6 +41,7 @@ import tempfile
 import time
 import urllib.request
 from collections import defaultdict
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -133,6 +134,7 @@ async def _clients(conn: Connection, campaign: str, targets: list[tuple[int, str
     for feed in feeds:
         feed.factory.closing = True
         feed.sendClose()
+    await asyncio.wait([feed.is_closed for feed in feeds], timeout=TIMEOUT)
 
 
 # -- the servers ---------------------------------------------------------------------------------
@@ -240,12 +242,30 @@ def answer(conn: Connection, process: multiprocessing.Process, expected: str) ->
     return payload
 
 
-def measure(
-    ports: list[int], clients: int, rounds: int
-) -> tuple[list[float], list[float], list[float]]:
-    """Milliseconds from each undo's request to its receipt at every client (rounds x clients),
-    from the round's first receipt to each receipt (the fan-out's own spread), and each undo
-    request's own round trip."""
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU time the processes have used so far (Linux: /proc/<pid>/stat)."""
+    total = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rpartition(")")[2].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14, 15 of stat(5))
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Row:
+    """One table row's samples, in milliseconds."""
+
+    latencies: list[float] = field(default_factory=list)  # undo request -> each receipt
+    spreads: list[float] = field(default_factory=list)  # round's first receipt -> each receipt
+    undo_trips: list[float] = field(default_factory=list)  # the undo request's round trip
+    server_cpu: float = 0.0  # the servers' CPU time per round
+
+
+def measure(servers: list[tuple[subprocess.Popen, int]], clients: int, rounds: int) -> Row:
+    """Every round's receipts at every client and what the round cost the servers."""
+    ports = [port for _, port in servers]
+    pids = [process.pid for process, _ in servers]
     table = build_table(clients)
     targets = [(ports[i % len(ports)], token) for i, token in enumerate(table["tokens"])]
     spawn = multiprocessing.get_context("spawn")
@@ -262,10 +282,10 @@ def measure(
     try:
         connected = sum(answer(conn, process, "ready") for conn, process in workers)
         assert connected == clients, (connected, clients)
-        latencies: list[float] = []
-        spreads: list[float] = []
-        undo_trips: list[float] = []
+        row = Row()
         for round_ in range(rounds + 1):
+            if round_ == 1:  # the first round warms connections and is not counted
+                cpu_before = cpu_seconds(pids)
             turn = hit(table)
             for event in ("state_changed", "interaction_reverted"):
                 for conn, _ in workers:
@@ -277,10 +297,11 @@ def measure(
             post_undo(ports[0], table, turn)
             answered = time.time()
             received = [t for conn, process in workers for t in answer(conn, process, "received")]
-            if round_:  # the first round warms connections
-                latencies += [(t - sent) * 1000 for t in received]
-                spreads += [(t - min(received)) * 1000 for t in received]
-                undo_trips.append((answered - sent) * 1000)
+            if round_:
+                row.latencies += [(t - sent) * 1000 for t in received]
+                row.spreads += [(t - min(received)) * 1000 for t in received]
+                row.undo_trips.append((answered - sent) * 1000)
+        row.server_cpu = (cpu_seconds(pids) - cpu_before) * 1000 / rounds
         for conn, _ in workers:
             conn.send(("stop",))
     finally:
@@ -288,7 +309,7 @@ def measure(
             process.join(timeout=10)
             if process.is_alive():
                 process.terminate()
-    return latencies, spreads, undo_trips
+    return row
 
 
 def percentile(values: list[float], q: int) -> float:
@@ -305,8 +326,7 @@ def main(rounds: int, servers: int, counts: list[int]) -> None:
             running = start_servers(topology, log_dir)
             try:
                 for clients in counts:
-                    ports = [port for _, port in running]
-                    rows.append((topology, clients, *measure(ports, clients, rounds)))
+                    rows.append((topology, clients, measure(running, clients, rounds)))
             finally:
                 stop_servers(running)
 
@@ -317,17 +337,19 @@ def main(rounds: int, servers: int, counts: list[int]) -> None:
     )
     print(
         f"{'servers':>7} {'clients':>7} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}"
-        f" {'spread p95 ms':>14} {'undo HTTP p50 ms':>17}"
+        f" {'spread p95':>11} {'undo HTTP p50':>14} {'server CPU/round':>17}"
     )
-    for topology, clients, latencies, spreads, trips in rows:
+    for topology, clients, row in rows:
         print(
-            f"{topology:>7} {clients:>7} {statistics.median(latencies):>8.1f}"
-            f" {percentile(latencies, 95):>8.1f} {max(latencies):>8.1f}"
-            f" {percentile(spreads, 95):>14.1f} {statistics.median(trips):>17.1f}"
+            f"{topology:>7} {clients:>7} {statistics.median(row.latencies):>8.1f}"
+            f" {percentile(row.latencies, 95):>8.1f} {max(row.latencies):>8.1f}"
+            f" {percentile(row.spreads, 95):>11.1f} {statistics.median(row.undo_trips):>14.1f}"
+            f" {row.server_cpu:>17.1f}"
         )
     print(
-        "spread: a receipt's lag behind the round's first receipt (the fan-out to N sockets "
-        "alone); undo HTTP: the undo request's round trip"
+        "(ms) spread: a receipt's lag behind the round's first receipt (the fan-out to N sockets "
+        "alone); undo HTTP: the undo request's round trip; server CPU/round: the Daphne "
+        "processes' CPU time per round (a hit's and an undo's fan-out, the undo request)"
     )
 
 

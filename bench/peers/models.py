@@ -1,8 +1,9 @@
-"""Three copies of a creature's vitals, each recorded by one library the way its documentation
-sets it up: django-simple-history (a historical model written from `post_save`),
-django-pghistory (a PostgreSQL trigger writing an event row), django-reversion (a serialized
-version saved when the revision block ends). Each belongs to one of the project's campaigns, so
-the write locks the same campaign row as the audited dispatch does."""
+"""Copies of a creature's vitals: one recorded by nothing (the peers' bare write), and three
+each recorded by one library the way its documentation sets it up: django-simple-history (a
+historical model written from `post_save`), django-pghistory (a PostgreSQL trigger writing an
+event row), django-reversion (a serialized version saved when the revision block ends). Each
+belongs to one of the project's campaigns, so the write locks the same campaign row as the
+audited dispatch does."""
 
 import pghistory
 import reversion
@@ -23,6 +24,10 @@ class Vitals(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class PlainCreature(Vitals):
+    """Recorded by nothing: the peers' bare write, on a table of the same shape."""
 
 
 class SimpleHistoryCreature(Vitals):
