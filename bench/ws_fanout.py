@@ -108,7 +108,7 @@ async def _clients(conn: Connection, campaign: str, targets: list[tuple[int, str
             factory.protocol = Feed
             factory.closing = False
             factory.hello = loop.create_future()
-            factory.setProtocolOptions(openHandshakeTimeout=TIMEOUT)
+            factory.setProtocolOptions(openHandshakeTimeout=TIMEOUT, closeHandshakeTimeout=TIMEOUT)
             _, feed = await loop.create_connection(factory, "127.0.0.1", port)
             await asyncio.wait(
                 [factory.hello, feed.is_closed], timeout=TIMEOUT, return_when="FIRST_COMPLETED"
