@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-$(BIN)/.installed: requirements.txt requirements-dev.txt
+$(BIN)/.installed: requirements.txt requirements-dev.txt requirements-bench.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -r requirements-dev.txt
@@ -34,6 +34,7 @@ lint: install
 # drops it). `bench-smoke` runs each at tiny sizes in seconds: CI's check that none has rotted.
 bench: install
 	$(BIN)/python bench/dispatch_overhead.py $(BENCH_ARGS)
+	$(BIN)/python bench/peer_overhead.py $(BENCH_ARGS)
 	$(BIN)/python bench/undo_scale.py $(BENCH_ARGS)
 	REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:6379/4} $(BIN)/python bench/ws_fanout.py $(BENCH_ARGS)
 	$(BIN)/python bench/admin_changelist.py $(BENCH_ARGS)

@@ -10,40 +10,24 @@ A benchmark, not a test: it asserts no figure, only that every step did what it 
 
 import statistics
 import time
-import uuid
 
 from _setup import django_on_postgres, sizes
+from _world import audited_hit, bare_hit, table
 
 
 def main(iterations: int, warmup: int) -> None:
-    from django.contrib.auth.models import User
     from django.db import transaction
 
-    from audit.services import invocation_dispatch
-    from campaigns.models import Campaign, Creature
-    from campaigns.services import campaign_create, creature_create
+    from campaigns.models import Creature
 
-    owner = User.objects.create_user(f"bench-{uuid.uuid4().hex[:8]}")
-    campaign = campaign_create(owner=owner, name="bench")
-    target = creature_create(
-        campaign=campaign, name="Dummy", kind="monster", hp=10**5, max_hp=10**5
-    )
+    campaign, owner, target = table("bench")
 
     def audited() -> None:
-        row = invocation_dispatch(
-            campaign=campaign,
-            actor=owner,
-            tool_name="modify_creature",
-            input={"creature_id": target.pk, "hp_delta": -1},
-        )
-        assert row.status == row.Status.COMMITTED, row.error
+        audited_hit(campaign, owner, target)
 
     def bare() -> None:
         with transaction.atomic():
-            Campaign.objects.select_for_update().get(pk=campaign.pk)
-            creature = Creature.objects.get(campaign=campaign, pk=target.pk)
-            creature.hp = max(0, creature.hp - 1)
-            creature.save(update_fields=["hp"])
+            bare_hit(campaign, Creature, target.pk)
 
     timings: dict[str, list[float]] = {"audited": [], "bare": []}
     for _ in range(warmup):  # warm connections and caches

@@ -4,13 +4,15 @@
    one holding 1,000 (same table, alternating runs): the conflict check is an index range scan,
    so the ratio should stay near 1;
 2. N concurrent undos (threads, one connection each) of distinct turns, in ONE campaign (they
-   serialise on its row lock) and spread over N campaigns (they do not).
+   serialise on its row lock) and spread over N campaigns (they do not);
+3. `racers` concurrent undos (threads, one connection each) of ONE turn: exactly one reverts it,
+   the others find it already undone; p50/p99 of each request's latency.
 
 The log is filled with valid rows (numbered, chained, sealed) and `verify_log` walks it at the
 end, undone turns included.
 
     .venv/bin/python bench/undo_scale.py [--smoke] [big_rows] [rounds] [small_rows] [warmup]
-                                         [concurrency ...]
+                                         [racers] [concurrency ...]
 
 A benchmark, not a test: it asserts no figure, only that every step did what it should.
 """
@@ -146,7 +148,58 @@ def concurrent_undos(tables, n: int) -> float:
     return time.perf_counter() - start
 
 
-def main(small_rows: int, big_rows: int, rounds: int, warmup: int, concurrency: list[int]) -> None:
+def racing_undos(table, racers: int) -> list[float]:
+    """`racers` threads undo one turn at once; exactly one must revert it. Each request's
+    latency in seconds, from the common start to its answer."""
+    from django.db import connection
+
+    from audit.services import turn_undo
+
+    campaign, owner, creatures = table
+    turn = play_turn(campaign, owner, creatures)
+    barrier = threading.Barrier(racers + 1)
+    outcomes: list = []
+    latencies: list[float] = []
+    failures: list[BaseException] = []
+
+    def race() -> None:
+        try:
+            barrier.wait()
+            outcome = turn_undo(campaign_id=campaign.pk, turn_id=turn.pk, user=owner)
+            latencies.append(time.perf_counter() - start)
+            outcomes.append(outcome)
+        except BaseException as exc:
+            failures.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=race) for _ in range(racers)]
+    for thread in threads:
+        thread.start()
+    start = time.perf_counter()
+    barrier.wait()
+    for thread in threads:
+        thread.join()
+    if failures:
+        raise failures[0]
+    winners = [o for o in outcomes if o.reverted]
+    assert len(winners) == 1 and len(winners[0].reverted) == 3, outcomes
+    assert all(
+        {s["skip_reason"] for s in o.skipped} == {"already_reverted"}
+        for o in outcomes
+        if not o.reverted
+    ), outcomes
+    return latencies
+
+
+def main(
+    small_rows: int,
+    big_rows: int,
+    rounds: int,
+    warmup: int,
+    racers: int,
+    concurrency: list[int],
+) -> None:
     started = time.perf_counter()
     small = make_table("small", small_rows)
     big = make_table("big", big_rows)
@@ -175,6 +228,12 @@ def main(small_rows: int, big_rows: int, rounds: int, warmup: int, concurrency: 
             f"{n:>3} concurrent undos: one campaign {one * 1000:8.1f} ms "
             f"({n / one:6.1f}/s), {n} campaigns {spread * 1000:8.1f} ms ({n / spread:6.1f}/s)"
         )
+    latencies = sorted(s * 1000 for s in racing_undos(small, racers))
+    p50, p99 = (statistics.quantiles(latencies, n=100, method="inclusive")[q - 1] for q in (50, 99))
+    print(
+        f"{racers} concurrent undos of one turn: exactly one reverted it; latency p50 "
+        f"{p50:.1f} ms, p99 {p99:.1f} ms, max {latencies[-1]:.1f} ms"
+    )
     log_verify()
 
 
@@ -186,6 +245,7 @@ if __name__ == "__main__":
             "rounds": 30,
             "small_rows": 1_000,
             "warmup": 5,
+            "racers": 32,
             "concurrency": [1, 10, 40],
         },
         smoke={
@@ -193,6 +253,7 @@ if __name__ == "__main__":
             "rounds": 3,
             "small_rows": 200,
             "warmup": 1,
+            "racers": 4,
             "concurrency": [1, 4],
         },
     )

@@ -1,185 +1,375 @@
-"""Fan-out of an undo: time from the undo's commit to its `interaction_reverted` event reaching
-each of N connected websocket clients, N = 10, 50, 200, through channels-redis, with the
-in-memory layer measured side by side in the same run as the baseline.
+"""Fan-out of an undo through real servers: the time from an undo's HTTP request
+(`POST /api/campaigns/{id}/turns/{tid}/undo/`) to its `interaction_reverted` event reaching each
+of N websocket clients, N = 10, 50, 200, with one Daphne process and then two behind the same
+Redis (channels-redis), on PostgreSQL.
 
-    .venv/bin/python bench/ws_fanout.py [--smoke] [rounds] [N ...]
+    .venv/bin/python bench/ws_fanout.py [--smoke] [rounds] [servers] [N ...]
 
-(REDIS_URL, the channels-redis server, defaults to redis://127.0.0.1:6379/4.)
+(REDIS_URL, the channels-redis server, defaults to redis://127.0.0.1:6379/4; the database is a
+fresh one, dropped at the end.)
 
-Clients are Channels `WebsocketCommunicator`s running the project's real ASGI stack (token
-auth, membership check, the consumer) in this one process; the undo runs through
-`audit.services.turn_undo` on PostgreSQL. The clock starts when the publisher's on-commit send
-begins (the undo is durable: no hook can join its transaction from outside), so it measures
-commit → publish → layer → consumer → client.
+Each server is `daphne config.asgi:application` in a process of its own (production settings:
+DJANGO_DEBUG=0, the scripted GM). The clients are websockets in separate client processes
+(autobahn, CLIENT_PROCESSES of them sharing the sockets), each socket signed in by a player's
+`Authorization: Token` header with the server's own `Origin`, spread evenly over the servers.
+Every round the bench plays a turn (one `modify_creature` call, dispatched from this process),
+waits until its `state_changed` has reached every socket (the table is quiet), tells the client
+processes which turn's revert to wait for, reads `time.time()`, posts the turn's undo as its
+owner to the first server and collects each socket's receipt time. The clock is the host's
+wall clock, read by `time.time()` in every process on this one machine: the bench's and the
+clients' readings are comparable to a few microseconds. A receipt counts from the undo's request
+being sent, so every figure includes the undo itself (HTTP, the undo's transaction and commit)
+as well as its fan-out; `undo HTTP` is the request's own round trip (the response leaves after
+the event has been handed to Redis).
+
+Every socket checks that its event numbers follow its `hello` without a gap; a gap, a refused
+socket or a round in which a client misses the event fails the run. The first round of each row
+warms connections and is not counted.
 A benchmark, not a test: it asserts no figure, only that every step did what it should.
 """
 
 import asyncio
+import json
+import multiprocessing
 import os
+import secrets
+import socket
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
-import uuid
+import urllib.request
+from collections import defaultdict
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
 from typing import Any
 
-from _setup import django_on_postgres, sizes
+from _setup import ROOT, django_on_postgres, sizes
+from _world import audited_hit, table
 
-LAYERS = ("redis", "in-memory")
-TIMEOUT = 30
+CLIENT_PROCESSES = 4
+TIMEOUT = 30  # seconds: a server start, a handshake batch or an event, before the run fails
 
 
-def use_layer(name: str, redis: dict[str, Any]) -> None:
-    """Switch the default layer: the project's channels-redis settings, or the in-memory one."""
-    from channels.layers import channel_layers
-    from django.conf import settings
+# -- the clients: separate processes, no Django --------------------------------------------------
 
-    in_memory = {"BACKEND": "channels.layers.InMemoryChannelLayer"}
-    settings.CHANNEL_LAYERS = {"default": redis if name == "redis" else in_memory}
-    channel_layers.backends = {}
+
+def clients_main(conn: Connection, campaign: str, targets: list[tuple[int, str]]) -> None:
+    """One client process: a websocket per (port, token) on `campaign`'s feed; then, until told
+    to stop, for each ("expect", type, turn) from the bench, the receipt time of that turn's
+    event of that type at every socket."""
+    try:
+        asyncio.run(_clients(conn, campaign, targets))
+    except BaseException as exc:
+        conn.send(("error", f"{type(exc).__name__}: {exc}"))
+        raise
+
+
+async def _clients(conn: Connection, campaign: str, targets: list[tuple[int, str]]) -> None:
+    from autobahn.asyncio.websocket import WebSocketClientFactory, WebSocketClientProtocol
+
+    loop = asyncio.get_running_loop()
+    receipts: dict[tuple[str, int], list[float]] = defaultdict(list)
+    arrived: dict[tuple[str, int], asyncio.Event] = defaultdict(asyncio.Event)
+    problems: list[str] = []
+
+    class Feed(WebSocketClientProtocol):
+        seq: int | None = None
+
+        def onMessage(self, payload: bytes, isBinary: bool) -> None:
+            now = time.time()
+            envelope = json.loads(payload)
+            if envelope["type"] == "hello":
+                self.seq = envelope["seq"]
+                self.factory.hello.set_result(None)
+                return
+            if envelope["seq"] <= self.seq:  # committed while joining: already counted as seen
+                return
+            if envelope["seq"] != self.seq + 1:
+                problems.append(f"seq gap: {self.seq} then {envelope['seq']}")
+            self.seq = envelope["seq"]
+            key = (envelope["type"], envelope["turn"])
+            receipts[key].append(now)
+            if len(receipts[key]) == len(targets):
+                arrived[key].set()
+
+        def onClose(self, wasClean: bool, code: int | None, reason: str | None) -> None:
+            if not self.factory.closing:
+                problems.append(f"socket closed by the server: {code} {reason}")
+
+    async def connect(port: int, token: str, gate: asyncio.Semaphore) -> Feed:
+        async with gate:
+            factory = WebSocketClientFactory(
+                f"ws://127.0.0.1:{port}/ws/campaigns/{campaign}/",
+                origin=f"http://127.0.0.1:{port}",
+                headers={"Authorization": f"Token {token}"},
+            )
+            factory.protocol = Feed
+            factory.closing = False
+            factory.hello = loop.create_future()
+            factory.setProtocolOptions(openHandshakeTimeout=TIMEOUT, closeHandshakeTimeout=TIMEOUT)
+            _, feed = await loop.create_connection(factory, "127.0.0.1", port)
+            await asyncio.wait(
+                [factory.hello, feed.is_closed], timeout=TIMEOUT, return_when="FIRST_COMPLETED"
+            )
+            if not factory.hello.done():
+                raise RuntimeError(f"no hello on port {port}: {problems[-1:] or 'timed out'}")
+            return feed
+
+    gate = asyncio.Semaphore(20)  # handshakes at once per process: below the listen backlog
+    feeds = await asyncio.gather(*(connect(port, token, gate) for port, token in targets))
+    conn.send(("ready", len(feeds)))
+
+    commands: asyncio.Queue = asyncio.Queue()
+    loop.add_reader(conn.fileno(), lambda: commands.put_nowait(conn.recv()))
+    while (command := await commands.get())[0] == "expect":
+        key = command[1:]
+        try:
+            await asyncio.wait_for(arrived[key].wait(), TIMEOUT)
+        except TimeoutError:
+            problems.append(f"{key}: {len(receipts[key])} of {len(targets)} received")
+        conn.send(("problems", problems) if problems else ("received", receipts.pop(key)))
+        del arrived[key]
+    for feed in feeds:
+        feed.factory.closing = True
+        feed.sendClose()
+    await asyncio.wait([feed.is_closed for feed in feeds], timeout=TIMEOUT)
+
+
+# -- the servers ---------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_servers(count: int, log_dir: str) -> list[tuple[subprocess.Popen, int]]:
+    """`count` Daphne processes on free ports, sharing this process's environment (database,
+    Redis, keys), each ready to accept connections."""
+    servers = []
+    for i in range(count):
+        port = free_port()
+        with open(os.path.join(log_dir, f"daphne-{i}.log"), "w") as log:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
+                + ["config.asgi:application"],
+                cwd=ROOT,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        servers.append((process, port))
+    deadline = time.monotonic() + TIMEOUT
+    for i, (process, port) in enumerate(servers):
+        while process.poll() is None and time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            stop_servers(servers)
+            with open(os.path.join(log_dir, f"daphne-{i}.log")) as log:
+                raise SystemExit(f"Daphne on port {port} did not start:\n{log.read()[-3000:]}")
+    return servers
+
+
+def stop_servers(servers: list[tuple[subprocess.Popen, int]]) -> None:
+    for process, _ in servers:
+        process.terminate()
+    for process, _ in servers:
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+# -- the table and a round -----------------------------------------------------------------------
 
 
 def build_table(clients: int) -> dict[str, Any]:
-    """A campaign with `clients` members, each with an API token, and a monster to hit."""
+    """A campaign with `clients` members, each with an API token, its owner with one too, and a
+    monster to hit."""
     from django.contrib.auth.models import User
     from rest_framework.authtoken.models import Token
 
     from campaigns.models import Membership
-    from campaigns.services import campaign_create, creature_create
 
-    tag = uuid.uuid4().hex[:8]
-    owner = User.objects.create_user(f"owner-{tag}")
-    campaign = campaign_create(owner=owner, name=f"fan-out {clients}")
-    players = User.objects.bulk_create(User(username=f"p{i}-{tag}") for i in range(clients))
+    campaign, owner, dummy = table(f"fan-out-{clients}")
+    players = User.objects.bulk_create(User(username=f"p{i}-{owner}") for i in range(clients))
     Membership.objects.bulk_create(Membership(campaign=campaign, user=p) for p in players)
-    tokens = Token.objects.bulk_create(Token(user=p, key=Token.generate_key()) for p in players)
-    dummy = creature_create(campaign=campaign, name="Dummy", kind="monster", hp=10**5, max_hp=10**5)
-    return {"campaign": campaign, "owner": owner, "dummy": dummy, "tokens": tokens}
+    tokens = Token.objects.bulk_create(
+        Token(user=u, key=Token.generate_key()) for u in [owner, *players]
+    )
+    return {
+        "campaign": campaign,
+        "owner": owner,
+        "owner_token": tokens[0].key,
+        "tokens": [t.key for t in tokens[1:]],
+        "dummy": dummy,
+    }
 
 
-def hit(table: dict[str, Any]) -> Any:
-    from audit.services import invocation_dispatch
+def hit(table: dict[str, Any]) -> int:
+    """A turn with one committed `modify_creature` call; its id."""
     from campaigns.services import turn_create
 
     turn = turn_create(campaign=table["campaign"], actor=table["owner"], message="I attack.")
-    row = invocation_dispatch(
-        campaign=table["campaign"],
-        actor=table["owner"],
-        tool_name="modify_creature",
-        input={"creature_id": table["dummy"].pk, "hp_delta": -1},
-        turn=turn,
-    )
-    assert row.status == row.Status.COMMITTED, row.error
-    return turn
+    audited_hit(table["campaign"], table["owner"], table["dummy"], turn=turn)
+    return turn.pk
 
 
-def undo(table: dict[str, Any], turn: Any) -> float:
-    """Undo `turn`; return the perf_counter time at which its committed events began to leave."""
-    from audit.services import turn_undo
-    from campaigns import realtime
-
-    committed: list[float] = []
-    send = realtime._send
-
-    def timed_send(group: str, envelopes: list[dict[str, Any]]) -> None:
-        committed.append(time.perf_counter())
-        send(group, envelopes)
-
-    realtime._send = timed_send
-    try:
-        outcome = turn_undo(campaign_id=table["campaign"].pk, turn_id=turn.pk, user=table["owner"])
-    finally:
-        realtime._send = send
-    assert len(outcome.reverted) == 1, outcome
-    return committed[0]
+def post_undo(port: int, table: dict[str, Any], turn: int) -> None:
+    url = f"http://127.0.0.1:{port}/api/campaigns/{table['campaign'].pk}/turns/{turn}/undo/"
+    request = urllib.request.Request(url, data=b"{}", method="POST")
+    request.add_header("Content-Type", "application/json")
+    request.add_header("Authorization", f"Token {table['owner_token']}")
+    with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
+        body = json.loads(response.read())
+    assert response.status == 200 and len(body["reverted"]) == 1, (response.status, body)
 
 
-async def receive(socket: Any, type: str) -> float:
-    while True:
-        envelope = await socket.receive_json_from(timeout=TIMEOUT)
-        if envelope["type"] == type:
-            return time.perf_counter()
+def answer(conn: Connection, process: multiprocessing.Process, expected: str) -> Any:
+    """The client process's next message, which must be `expected`."""
+    if not conn.poll(TIMEOUT * 2):
+        raise SystemExit(f"client process {process.pid} did not answer")
+    kind, payload = conn.recv()
+    if kind != expected:
+        raise SystemExit(f"client process {process.pid}: {kind}: {payload}")
+    return payload
 
 
-async def connect_all(table: dict[str, Any]) -> list[Any]:
-    from channels.testing import WebsocketCommunicator
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU time the processes have used so far (Linux: /proc/<pid>/stat)."""
+    total = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rpartition(")")[2].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14, 15 of stat(5))
+    return total / os.sysconf("SC_CLK_TCK")
 
-    from config.asgi import application
 
-    path = f"/ws/campaigns/{table['campaign'].pk}/"
-    sockets = [
-        WebsocketCommunicator(
-            application, path, headers=[(b"authorization", f"Token {t.key}".encode())]
+@dataclass
+class Row:
+    """One table row's samples, in milliseconds."""
+
+    latencies: list[float] = field(default_factory=list)  # undo request -> each receipt
+    spreads: list[float] = field(default_factory=list)  # round's first receipt -> each receipt
+    undo_trips: list[float] = field(default_factory=list)  # the undo request's round trip
+    server_cpu: float = 0.0  # the servers' CPU time per round
+
+
+def measure(servers: list[tuple[subprocess.Popen, int]], clients: int, rounds: int) -> Row:
+    """Every round's receipts at every client and what the round cost the servers."""
+    ports = [port for _, port in servers]
+    pids = [process.pid for process, _ in servers]
+    table = build_table(clients)
+    targets = [(ports[i % len(ports)], token) for i, token in enumerate(table["tokens"])]
+    spawn = multiprocessing.get_context("spawn")
+    workers = []
+    for share in range(min(CLIENT_PROCESSES, clients)):
+        ours, theirs = spawn.Pipe()
+        process = spawn.Process(
+            target=clients_main,
+            args=(theirs, str(table["campaign"].pk), targets[share::CLIENT_PROCESSES]),
+            daemon=True,
         )
-        for t in table["tokens"]
-    ]
-    results = await asyncio.gather(*(s.connect(timeout=TIMEOUT) for s in sockets))
-    refused = [detail for connected, detail in results if not connected]
-    if refused:
-        raise SystemExit(f"{len(refused)} clients were refused: {refused[:3]}")
-    return sockets
-
-
-async def measure(clients: int, rounds: int) -> list[float]:
-    """Milliseconds from each undo's commit to its receipt, for every client and round."""
-    from channels.db import database_sync_to_async
-
-    table = await database_sync_to_async(build_table)(clients)
-    sockets = await connect_all(table)
-    samples: list[list[float]] = []
-    for _ in range(rounds + 1):  # the first round warms connections and is not counted
-        turn = await database_sync_to_async(hit)(table)
-        await asyncio.gather(*(receive(s, "state_changed") for s in sockets))
-        waiting = [asyncio.ensure_future(receive(s, "interaction_reverted")) for s in sockets]
-        committed = await database_sync_to_async(undo)(table, turn)
-        received = await asyncio.gather(*waiting)
-        samples.append([(t - committed) * 1000 for t in received])
-    await asyncio.gather(*(s.disconnect() for s in sockets))
-    return [ms for round_samples in samples[1:] for ms in round_samples]
+        process.start()
+        workers.append((ours, process))
+    try:
+        connected = sum(answer(conn, process, "ready") for conn, process in workers)
+        assert connected == clients, (connected, clients)
+        row = Row()
+        for round_ in range(rounds + 1):
+            if round_ == 1:  # the first round warms connections and is not counted
+                cpu_before = cpu_seconds(pids)
+            turn = hit(table)
+            for event in ("state_changed", "interaction_reverted"):
+                for conn, _ in workers:
+                    conn.send(("expect", event, turn))
+                if event == "state_changed":  # the hit has reached everyone: the table is quiet
+                    for conn, process in workers:
+                        answer(conn, process, "received")
+            sent = time.time()
+            post_undo(ports[0], table, turn)
+            answered = time.time()
+            received = [t for conn, process in workers for t in answer(conn, process, "received")]
+            if round_:
+                row.latencies += [(t - sent) * 1000 for t in received]
+                row.spreads += [(t - min(received)) * 1000 for t in received]
+                row.undo_trips.append((answered - sent) * 1000)
+        row.server_cpu = (cpu_seconds(pids) - cpu_before) * 1000 / rounds
+        for conn, _ in workers:
+            conn.send(("stop",))
+    finally:
+        for _, process in workers:
+            process.join(timeout=10)
+            if process.is_alive():
+                process.terminate()
+    return row
 
 
 def percentile(values: list[float], q: int) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
 
 
-def main(rounds: int, counts: list[int]) -> None:
-    from django.conf import settings
+def main(rounds: int, servers: int, counts: list[int]) -> None:
     from django.db import connections
 
-    redis = settings.CHANNEL_LAYERS["default"]
-    results: dict[tuple[str, int], list[float]] = {}
-    for layer in LAYERS:
-        use_layer(layer, redis)
-        for clients in counts:
-            results[layer, clients] = asyncio.run(measure(clients, rounds))
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="ws_fanout-") as log_dir:
+        for topology in range(1, servers + 1):
             connections.close_all()
+            running = start_servers(topology, log_dir)
+            try:
+                for clients in counts:
+                    rows.append((topology, clients, measure(running, clients, rounds)))
+            finally:
+                stop_servers(running)
+
     print(
-        f"undo commit -> interaction_reverted at each client; {rounds} undos per row, "
-        "PostgreSQL, one process (WebsocketCommunicator clients)"
+        f"undo request -> interaction_reverted at each client; {rounds} undos per row "
+        f"(+1 warm-up), PostgreSQL + Redis, Daphne processes, clients in {CLIENT_PROCESSES} "
+        "other processes; one host clock"
     )
     print(
-        f"{'layer':<10} {'clients':>7} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8} {'p50/p50@N0':>11}"
+        f"{'servers':>7} {'clients':>7} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}"
+        f" {'spread p95':>11} {'undo HTTP p50':>14} {'server CPU/round':>17}"
     )
-    for layer in LAYERS:
-        base = statistics.median(results[layer, counts[0]])
-        for clients in counts:
-            values = results[layer, clients]
-            p50 = statistics.median(values)
-            print(
-                f"{layer:<10} {clients:>7} {p50:>8.2f} {percentile(values, 95):>8.2f} "
-                f"{max(values):>8.2f} {p50 / base:>10.2f}x"
-            )
-    for clients in counts:
-        ratio = statistics.median(results["redis", clients]) / statistics.median(
-            results["in-memory", clients]
+    for topology, clients, row in rows:
+        print(
+            f"{topology:>7} {clients:>7} {statistics.median(row.latencies):>8.1f}"
+            f" {percentile(row.latencies, 95):>8.1f} {max(row.latencies):>8.1f}"
+            f" {percentile(row.spreads, 95):>11.1f} {statistics.median(row.undo_trips):>14.1f}"
+            f" {row.server_cpu:>17.1f}"
         )
-        print(f"redis / in-memory p50 at {clients} clients: {ratio:.2f}x")
+    print(
+        "(ms) spread: a receipt's lag behind the round's first receipt (the fan-out to N sockets "
+        "alone); undo HTTP: the undo request's round trip; server CPU/round: the Daphne "
+        "processes' CPU time per round (a hit's and an undo's fan-out, the undo request)"
+    )
+
+
+def production_environment() -> None:
+    """The servers run as production does (DEBUG off, real keys), over plain HTTP on loopback;
+    this process shares the keys, so the log it writes and the one they write form one chain."""
+    os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/4")
+    os.environ["DJANGO_DEBUG"] = "0"
+    os.environ["DJANGO_SECRET_KEY"] = secrets.token_urlsafe(50)
+    os.environ["AUDIT_CHAIN_KEY"] = secrets.token_urlsafe(32)
+    os.environ["DJANGO_SECURE_SSL_REDIRECT"] = "0"
+    os.environ["GM_PROVIDER"] = "scripted"
 
 
 if __name__ == "__main__":
     run = sizes(
         __doc__,
-        full={"rounds": 20, "counts": [10, 50, 200]},
-        smoke={"rounds": 2, "counts": [2, 5]},
+        full={"rounds": 20, "servers": 2, "counts": [10, 50, 200]},
+        smoke={"rounds": 2, "servers": 1, "counts": [10]},
     )
-    os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/4")
+    production_environment()
     with django_on_postgres("ws_fanout"):
         main(**run)

@@ -45,6 +45,11 @@ LAYER_UNAVAILABLE: tuple[type[Exception], ...] = (OSError, RedisConnectionError,
 ROUND_TRIP_JSON = False
 
 
+# The channel-layer message that carries a transaction's events to a campaign's group:
+# {"type": EVENTS_MESSAGE, "texts": [envelope as JSON, ...]}, in seq order.
+EVENTS_MESSAGE = "campaign.events"
+
+
 def group_name(campaign_id: Any) -> str:
     return f"campaign.{campaign_id}"
 
@@ -103,11 +108,16 @@ def _advance_event_seq(campaign_id: Any, count: int) -> int:
 
 
 def _send(group: str, envelopes: list[dict[str, Any]]) -> None:
+    """One group message for the transaction's events, each envelope serialised here, once: the
+    layer carries the message to each server process once, and every socket's consumer forwards
+    the texts as they are (`web.consumers`), instead of one layer round trip per event and one
+    JSON encoding per event per socket."""
     layer = get_channel_layer()
     if layer is None:
         return
-    for envelope in envelopes:
-        try:
-            async_to_sync(layer.group_send)(group, {"type": "campaign.event", "event": envelope})
-        except Exception:
-            logger.exception("broadcast of %s seq %s failed", envelope["type"], envelope["seq"])
+    message = {"type": EVENTS_MESSAGE, "texts": [json.dumps(e) for e in envelopes]}
+    try:
+        async_to_sync(layer.group_send)(group, message)
+    except Exception:
+        seqs = f"{envelopes[0]['seq']}..{envelopes[-1]['seq']}"
+        logger.exception("broadcast of events %s (%s) failed", seqs, envelopes[0]["type"])

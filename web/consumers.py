@@ -1,7 +1,8 @@
-"""The live table: one websocket per player, subscribed to its campaign's group.
+"""The live table: one websocket per player, on its campaign's feed.
 
-The consumer is deliberately thin. It admits members only, joins the campaign's group and
-forwards every envelope that `campaigns.realtime` publishes. Clients never write through it:
+The consumer is deliberately thin. It admits members only, joins the process's feed of the
+campaign (`web.feeds`, one channel-layer subscription for all its sockets) and forwards every
+envelope that `campaigns.realtime` publishes. Clients never write through it:
 changes go through the REST API, which is where permissions, audit and undo live.
 """
 
@@ -14,9 +15,10 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from audit.models import SecurityEvent
-from campaigns.realtime import LAYER_UNAVAILABLE, group_name, hello
+from campaigns.realtime import LAYER_UNAVAILABLE, hello
 from campaigns.selectors import campaign_event_seq, campaign_get_for_member
 from core.errors import NotFound
+from web.feeds import CampaignFeed, campaign_feed
 
 logger = logging.getLogger(__name__)
 
@@ -65,13 +67,23 @@ refuse_unknown_path = refusal(NOT_FOUND)
 
 
 class CampaignConsumer(AsyncWebsocketConsumer):
-    group: str | None = None
+    """A member's socket on the campaign's feed. It has no channel of its own: the process's
+    feed of the campaign (`web.feeds`) subscribes once for all its sockets and forwards each
+    event batch here, held back until this socket's `hello` has gone out."""
+
+    channel_layer_alias = None  # no channel per socket (`get_channel_layer(None)` is None)
+    feed: CampaignFeed | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.held: list[str] | None = []  # events before `hello`; None once it has gone out
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        """An unreachable channel layer (at the handshake or later) ends the socket with
-        UNAVAILABLE and a logged traceback, not with a server error (HTTP 500 or close 1011).
-        Before the handshake is accepted the close is a refusal (Daphne answers HTTP 403); a
-        socket already closed (a refused non-member) is not closed twice."""
+        """An unreachable channel layer at the handshake ends the socket with UNAVAILABLE and a
+        logged traceback, not with a server error (HTTP 500 or close 1011); later, the feed
+        ends it the same way (`feed_lost`). Before the handshake is accepted the close is a
+        refusal (Daphne answers HTTP 403); a socket already closed (a refused non-member) is
+        not closed twice."""
         closed = False
 
         async def send_noting_close(message: dict[str, Any]) -> None:
@@ -95,20 +107,37 @@ class CampaignConsumer(AsyncWebsocketConsumer):
                 await record_refusal(user=user, campaign_id=campaign_id, ip=client[0])
             await self.close(code=REFUSED)
             return
-        self.group = group_name(campaign_id)
-        await self.channel_layer.group_add(self.group, self.channel_name)
-        await self.accept()
-        # Read after joining: an event committed meanwhile arrives after `hello` and is one the
-        # client may already count as seen (seq <= hello's), never one it silently misses.
-        seq = await database_sync_to_async(campaign_event_seq)(campaign_id=campaign_id)
-        await self.send(text_data=json.dumps(hello(campaign_id, seq)))
+        feed = campaign_feed(campaign_id)
+        await feed.join(self)
+        self.feed = feed
+        try:
+            await self.accept()
+            # Read after joining: an event committed meanwhile arrives after `hello` and is one
+            # the client may already count as seen (seq <= hello's), never one it misses.
+            seq = await database_sync_to_async(campaign_event_seq)(campaign_id=campaign_id)
+            await self.send(text_data=json.dumps(hello(campaign_id, seq)))
+            while self.held:
+                await self.send(text_data=self.held.pop(0))
+            self.held = None
+        except BaseException:  # no disconnect follows a failed connect: leave here
+            await self.feed.leave(self)
+            raise
 
     async def disconnect(self, code: int) -> None:
-        if self.group is not None:
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+        if self.feed is not None:
+            await self.feed.leave(self)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         """The feed is one-way; what a client sends is ignored rather than trusted."""
 
-    async def campaign_event(self, message: dict[str, Any]) -> None:
-        await self.send(text_data=json.dumps(message["event"]))
+    async def forward(self, texts: list[str]) -> None:
+        """A transaction's events, already JSON (`campaigns.realtime._send`), in seq order."""
+        if self.held is not None:
+            self.held.extend(texts)
+            return
+        for text in texts:
+            await self.send(text_data=text)
+
+    async def feed_lost(self) -> None:
+        self.feed = None
+        await self.close(code=UNAVAILABLE)

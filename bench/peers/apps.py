@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class PeersConfig(AppConfig):
+    name = "peers"
+    default_auto_field = "django.db.models.BigAutoField"

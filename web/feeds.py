@@ -1,0 +1,137 @@
+"""A campaign's feed in one server process: one channel-layer subscription per campaign, however
+many of its sockets the process holds, forwarding each event batch to all of them in order.
+
+With a channel per socket, a broadcast to 200 sockets of one process made channels-redis wake
+200 receive loops (tasks, futures and a channel-name check each) before any byte left; the feed
+receives the batch once and hands its texts (serialised once, by `campaigns.realtime`) to each
+socket directly.
+"""
+
+import asyncio
+import logging
+import time
+import weakref
+from typing import Any, Protocol
+
+from channels.layers import get_channel_layer
+
+from campaigns.realtime import EVENTS_MESSAGE, LAYER_UNAVAILABLE, group_name
+
+logger = logging.getLogger(__name__)
+
+# What the feed sends its own channel to end its receive loop (see `CampaignFeed._stop`).
+STOP_MESSAGE = "campaign.feed.stop"
+
+
+class Listener(Protocol):
+    async def forward(self, texts: list[str]) -> None:
+        """Send the events (JSON texts, in seq order) to the socket."""
+
+    async def feed_lost(self) -> None:
+        """The feed can no longer receive (the channel layer failed): end the socket."""
+
+
+class CampaignFeed:
+    """The subscription of this process (this event loop) to one campaign's group."""
+
+    def __init__(self, group: str, registry: dict[str, "CampaignFeed"]) -> None:
+        self.group = group
+        self.registry = registry
+        self.layer = get_channel_layer()
+        self.group_expiry = getattr(self.layer, "group_expiry", 86400)
+        self.lock = asyncio.Lock()
+        self.listeners: dict[Listener, None] = {}  # insertion-ordered set
+        self.channel: str | None = None
+        self.task: asyncio.Task | None = None
+        self.joined_at = 0.0
+
+    async def join(self, listener: Listener) -> None:
+        """Add `listener`. On return the feed's channel is in the group (added anew, which also
+        renews its membership before the layer's group expiry), so every event committed from
+        now on reaches the listener."""
+        async with self.lock:
+            try:
+                channel = self.channel or await self.layer.new_channel()
+                await self.layer.group_add(self.group, channel)
+            except BaseException:
+                if not self.listeners:
+                    self._forget()
+                raise
+            # The receive loop may have failed meanwhile (and forgotten the channel): the
+            # channel is still a valid one, in the group, for a new loop to receive on.
+            self.channel, self.joined_at = channel, time.monotonic()
+            self.listeners[listener] = None
+            if self.task is None:
+                self.task = asyncio.ensure_future(self._receive(channel))
+
+    async def leave(self, listener: Listener) -> None:
+        """Drop `listener`; the last one out ends the subscription."""
+        async with self.lock:
+            self.listeners.pop(listener, None)
+            if self.listeners or self.channel is None:
+                return
+            channel, task = self.channel, self.task
+            self._forget()
+            await self.layer.group_discard(self.group, channel)
+            if task is not None and not task.done():
+                await self._stop(channel, task)
+
+    async def _stop(self, channel: str, task: asyncio.Task) -> None:
+        """End the receive loop by a message of its own rather than by cancelling it: a receive
+        cancelled while it waits for channels-redis's per-process receive lock leaves that lock
+        behind (bound to this event loop), where the next loop's receive fails on it."""
+        try:
+            await self.layer.send(channel, {"type": STOP_MESSAGE})
+        except BaseException:
+            task.cancel()
+            raise
+        finally:
+            await asyncio.gather(task, return_exceptions=True)
+
+    def _forget(self) -> None:
+        """Out of the registry, with no channel: the next join starts a new subscription."""
+        self.task, self.channel = None, None
+        if self.registry.get(self.group) is self:
+            del self.registry[self.group]
+
+    async def _receive(self, channel: str) -> None:
+        try:
+            while (message := await self.layer.receive(channel))["type"] != STOP_MESSAGE:
+                if message["type"] != EVENTS_MESSAGE:
+                    logger.error("feed of %s ignored a %r message", self.group, message["type"])
+                    continue
+                for listener in list(self.listeners):
+                    try:
+                        await listener.forward(message["texts"])
+                    except Exception:  # one socket's failure is not the others'
+                        logger.exception("forwarding to a socket of %s failed", self.group)
+                if time.monotonic() - self.joined_at > self.group_expiry / 2:
+                    await self.layer.group_add(self.group, channel)
+                    self.joined_at = time.monotonic()
+            return
+        except asyncio.CancelledError:
+            raise
+        except LAYER_UNAVAILABLE:
+            logger.exception("channel layer unavailable; feed of %s ended", self.group)
+        except Exception:
+            logger.exception("feed of %s failed", self.group)
+        listeners = list(self.listeners)
+        self.listeners.clear()
+        self._forget()
+        for listener in listeners:
+            await listener.feed_lost()
+
+
+# Per event loop: a loop's tasks and the layer's connections do not cross loops.
+_feeds: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, CampaignFeed]]" = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def campaign_feed(campaign_id: Any) -> CampaignFeed:
+    """The feed of the campaign in this process, made on first use."""
+    registry = _feeds.setdefault(asyncio.get_running_loop(), {})
+    group = group_name(campaign_id)
+    if group not in registry:
+        registry[group] = CampaignFeed(group, registry)
+    return registry[group]
