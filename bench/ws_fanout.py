@@ -66,8 +66,33 @@ def clients_main(conn: Connection, campaign: str, targets: list[tuple[int, str]]
         raise
 
 
+async def open_feed(protocol: type, port: int, campaign: str, token: str, problems: list[str]):
+    """A websocket of `protocol` (an autobahn client protocol that resolves `factory.hello` on
+    the server's `hello`) on `campaign`'s feed at `port`, signed in by `token` with the server's
+    own Origin, once its hello has come; RuntimeError if it does not."""
+    from autobahn.asyncio.websocket import WebSocketClientFactory
+
+    loop = asyncio.get_running_loop()
+    factory = WebSocketClientFactory(
+        f"ws://127.0.0.1:{port}/ws/campaigns/{campaign}/",
+        origin=f"http://127.0.0.1:{port}",
+        headers={"Authorization": f"Token {token}"},
+    )
+    factory.protocol = protocol
+    factory.closing = False
+    factory.hello = loop.create_future()
+    factory.setProtocolOptions(openHandshakeTimeout=TIMEOUT, closeHandshakeTimeout=TIMEOUT)
+    _, feed = await loop.create_connection(factory, "127.0.0.1", port)
+    await asyncio.wait(
+        [factory.hello, feed.is_closed], timeout=TIMEOUT, return_when="FIRST_COMPLETED"
+    )
+    if not factory.hello.done():
+        raise RuntimeError(f"no hello on port {port}: {problems[-1:] or 'timed out'}")
+    return feed
+
+
 async def _clients(conn: Connection, campaign: str, targets: list[tuple[int, str]]) -> None:
-    from autobahn.asyncio.websocket import WebSocketClientFactory, WebSocketClientProtocol
+    from autobahn.asyncio.websocket import WebSocketClientProtocol
 
     loop = asyncio.get_running_loop()
     receipts: dict[tuple[str, int], list[float]] = defaultdict(list)
@@ -100,22 +125,7 @@ async def _clients(conn: Connection, campaign: str, targets: list[tuple[int, str
 
     async def connect(port: int, token: str, gate: asyncio.Semaphore) -> Feed:
         async with gate:
-            factory = WebSocketClientFactory(
-                f"ws://127.0.0.1:{port}/ws/campaigns/{campaign}/",
-                origin=f"http://127.0.0.1:{port}",
-                headers={"Authorization": f"Token {token}"},
-            )
-            factory.protocol = Feed
-            factory.closing = False
-            factory.hello = loop.create_future()
-            factory.setProtocolOptions(openHandshakeTimeout=TIMEOUT, closeHandshakeTimeout=TIMEOUT)
-            _, feed = await loop.create_connection(factory, "127.0.0.1", port)
-            await asyncio.wait(
-                [factory.hello, feed.is_closed], timeout=TIMEOUT, return_when="FIRST_COMPLETED"
-            )
-            if not factory.hello.done():
-                raise RuntimeError(f"no hello on port {port}: {problems[-1:] or 'timed out'}")
-            return feed
+            return await open_feed(Feed, port, campaign, token, problems)
 
     gate = asyncio.Semaphore(20)  # handshakes at once per process: below the listen backlog
     feeds = await asyncio.gather(*(connect(port, token, gate) for port, token in targets))

@@ -1,0 +1,682 @@
+"""A table-shaped load through real servers: campaigns of players on websockets, posting turns
+the GM answers in task workers, tool calls and undos, for a minute; then the same per-campaign
+load, closed loop, on 1 campaign and on 8, to see whether campaigns serialise on anything global.
+
+    .venv/bin/python bench/table_load.py [--smoke] [campaigns] [players] [seconds] [servers]
+        [workers] [scale_seconds] [scale ...]
+
+(REDIS_URL, the channels-redis server, defaults to redis://127.0.0.1:6379/4; the database is a
+fresh one, dropped at the end, and so is its throwaway copy.)
+
+The app runs as production does (bench/ws_fanout.py's servers: `daphne config.asgi:application`
+processes, DJANGO_DEBUG=0), with `manage.py db_worker --queue-name '*' --interval 0.5` task
+workers running the scripted GM (GM_SCRIPTED_DELAY=0.2 s a round), on PostgreSQL + Redis. Each
+player is a websocket (`Authorization: Token` and the server's own `Origin`) in one of
+CLIENT_PROCESSES client processes; a campaign's players alternate between the servers.
+
+**The table** (`seconds`): each player, every 3-6 s (uniform), does one of: post a turn for the
+GM ("I attack the goblin.", 201 queued, answered by a worker), post a turn of their own and a
+`modify_creature` tool call on the campaign's goblin into it, undo their latest turn, or read
+`/state/`. Reported per endpoint: p50/p95/p99 and the statuses (409 is the table's answer to an
+undo that later calls depend on; any 5xx fails the run), the GM turns' latency (the turn's POST
+to its `gm_turn_completed` at the posting player's socket), and PostgreSQL backends on the
+database (sampled each second; they include the bench's own two).
+
+**Throughput** (`scale_seconds`, for each count in `scale`): the same per-campaign table (the
+same players, the same mix without GM turns, whose workers are a deliberately shared pool), each
+player acting again as soon as it is answered: requests completed per second, and the ratio of
+the largest count's to the smallest's. Goal: 8 campaigns >= 1.6x 1 campaign on 2 cores.
+
+**Checks, all of which fail the run:** no 5xx; no lost event: every socket's seq follows its
+`hello` without a gap, or the socket resyncs through `/state/` (counted) as a client does, and
+when the table is quiet every socket has reached its campaign's last event number; the log's
+chains verify (`manage.py verify_log`); and each campaign's final `/state/` equals its initial
+world with the committed (not reverted) tool calls of its log applied in sequence order through
+the audited dispatch, in a throwaway copy of the database taken before the load.
+A benchmark, not a test: it asserts no figure, only that every step did what it should.
+"""
+
+import asyncio
+import io
+import json
+import multiprocessing
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections import Counter, defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from typing import Any
+
+from _setup import ROOT, django_on_postgres, sizes
+from ws_fanout import (
+    TIMEOUT,
+    answer,
+    open_feed,
+    percentile,
+    production_environment,
+    start_servers,
+    stop_servers,
+)
+
+CLIENT_PROCESSES = 4
+TABLE_MIX = {"gm_turn": 0.15, "tool_call": 0.45, "undo": 0.25, "state": 0.15}
+SCALE_MIX = {"tool_call": 0.7, "undo": 0.3}
+GM_DELAY = 0.2
+QUIET_TIMEOUT = 180  # seconds for the workers to answer every queued turn after the load
+GOBLIN_HP = 500_000
+
+
+# -- the players: separate processes, no Django --------------------------------------------------
+
+
+def players_main(conn: Connection, players: list[dict[str, Any]], plan: dict[str, Any]) -> None:
+    """One client process: a websocket per player, then, on ("go", deadline), each player's
+    actions until the deadline; then ("done", samples); then, given ("quiet", last seq per
+    campaign), each socket's wait for its campaign's last event: ("sockets", stats)."""
+    try:
+        asyncio.run(_players(conn, players, plan))
+    except BaseException as exc:
+        conn.send(("error", f"{type(exc).__name__}: {exc}"))
+        raise
+
+
+def _http(method: str, url: str, token: str, body: Any = None) -> tuple[int, Any, float]:
+    """(status, parsed JSON body or None, round trip in ms)."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method)
+    request.add_header("Accept", "application/json")
+    request.add_header("Authorization", f"Token {token}")
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
+    started = time.perf_counter()
+    try:
+        with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
+            status, raw = response.status, response.read()
+    except urllib.error.HTTPError as error:
+        status, raw = error.code, error.read()
+    elapsed = (time.perf_counter() - started) * 1000
+    try:
+        return status, json.loads(raw), elapsed
+    except ValueError:
+        return status, None, elapsed
+
+
+async def _players(conn: Connection, players: list[dict[str, Any]], plan: dict[str, Any]) -> None:
+    from autobahn.asyncio.websocket import WebSocketClientProtocol
+
+    loop = asyncio.get_running_loop()
+    pool = ThreadPoolExecutor(max_workers=max(4, len(players) * 2))
+    samples: list[tuple[str, int, float, float]] = []  # (endpoint, status, ms, wall time)
+    problems: list[str] = []
+    gm_posted: dict[int, float] = {}  # turn id -> wall time its POST was sent
+    gm_latencies: list[float] = []
+
+    def url(player: dict[str, Any], path: str) -> str:
+        return f"http://127.0.0.1:{player['port']}/api/campaigns/{player['campaign']}/{path}"
+
+    async def call(label: str, player: dict[str, Any], method: str, path: str, body=None):
+        status, answer_, ms = await loop.run_in_executor(
+            pool, _http, method, url(player, path), player["token"], body
+        )
+        samples.append((label, status, ms, time.time()))
+        if status >= 500:
+            problems.append(f"{label}: {status} {answer_}")
+        return status, answer_
+
+    class Feed(WebSocketClientProtocol):
+        seq: int | None = None
+        events = gaps = late = 0
+        missed: set[int]
+        resyncing = False
+        held: list[dict[str, Any]]
+        player: dict[str, Any]
+
+        def onMessage(self, payload: bytes, isBinary: bool) -> None:
+            envelope = json.loads(payload)
+            if envelope["type"] == "hello":
+                self.seq, self.held, self.missed = envelope["seq"], [], set()
+                self.factory.hello.set_result(None)
+                return
+            if self.resyncing:
+                self.held.append(envelope)
+                return
+            self.take(envelope)
+
+        def take(self, envelope: dict[str, Any]) -> None:
+            if envelope["seq"] <= self.seq:  # already reflected (hello or a resync's state)
+                if envelope["seq"] in self.missed:  # a gap's event, only later than its next
+                    self.missed.discard(envelope["seq"])
+                    self.late += 1
+                return
+            if envelope["seq"] != self.seq + 1:  # a gap: refetch /state/, as a client does
+                self.gaps += 1
+                self.missed.update(range(self.seq + 1, envelope["seq"]))
+                self.resyncing = True
+                self.held.append(envelope)
+                loop.create_task(self.resync())
+                return
+            self.seq = envelope["seq"]
+            self.events += 1
+            if envelope["type"] == "gm_turn_completed" and envelope["turn"] in gm_posted:
+                gm_latencies.append((time.time() - gm_posted.pop(envelope["turn"])) * 1000)
+            self.advanced.set()
+
+        async def resync(self) -> None:
+            status, state = await call("GET state/ (resync)", self.player, "GET", "state/")
+            if status != 200:
+                problems.append(f"resync of campaign {self.player['campaign']}: {status}")
+                return
+            self.seq = max(self.seq, state["seq"])
+            self.resyncing, held, self.held = False, self.held, []
+            for envelope in sorted(held, key=lambda e: e["seq"]):
+                if self.resyncing:
+                    self.held.append(envelope)
+                else:
+                    self.take(envelope)
+            self.advanced.set()
+
+        def onOpen(self) -> None:
+            self.advanced = asyncio.Event()  # set as the socket's seq moves on
+
+        def onClose(self, wasClean: bool, code: int | None, reason: str | None) -> None:
+            if not self.factory.closing:
+                problems.append(f"socket closed by the server: {code} {reason}")
+
+    async def connect(player: dict[str, Any]) -> Feed:
+        feed = await open_feed(Feed, player["port"], player["campaign"], player["token"], problems)
+        feed.player = player
+        return feed
+
+    async def play(player: dict[str, Any], deadline: float) -> None:
+        rng = random.Random(f"{player['campaign']}-{player['token']}")
+        mix = plan["mix"]
+        turns: list[int] = []  # this player's turns, newest last, not yet undone
+        think = plan["think"]
+        if think:
+            await asyncio.sleep(rng.uniform(0, think[1]))  # players do not start in step
+        while time.time() < deadline:
+            action = rng.choices(list(mix), weights=list(mix.values()))[0]
+            if action == "gm_turn":
+                sent = time.time()
+                status, body = await call(
+                    "POST turns/ (GM)",
+                    player,
+                    "POST",
+                    "turns/",
+                    {"message": "I attack the goblin."},
+                )
+                if status == 201:
+                    gm_posted[body["id"]] = sent
+                    turns.append(body["id"])
+            elif action == "tool_call":
+                status, body = await call(
+                    "POST turns/ (no GM)",
+                    player,
+                    "POST",
+                    "turns/",
+                    {"message": "I swing my axe.", "run_gm": False},
+                )
+                if status == 201:
+                    turns.append(body["id"])
+                    delta = rng.choice([-3, -2, -1, 1, 2])
+                    await call(
+                        "POST turns/{tid}/tool-calls/",
+                        player,
+                        "POST",
+                        f"turns/{body['id']}/tool-calls/",
+                        {
+                            "tool": "modify_creature",
+                            "input": {"creature_id": player["goblin"], "hp_delta": delta},
+                        },
+                    )
+            elif action == "undo" and turns:
+                await call(
+                    "POST turns/{tid}/undo/", player, "POST", f"turns/{turns.pop()}/undo/", {}
+                )
+            elif action == "state":
+                await call("GET state/", player, "GET", "state/")
+            if think:
+                await asyncio.sleep(rng.uniform(*think))
+
+    feeds = await asyncio.gather(*(connect(p) for p in players))
+    for player in players:  # warm each server's request path; not counted
+        await loop.run_in_executor(pool, _http, "GET", url(player, "state/"), player["token"])
+    conn.send(("ready", len(feeds)))
+    commands: asyncio.Queue = asyncio.Queue()
+    loop.add_reader(conn.fileno(), lambda: commands.put_nowait(conn.recv()))
+
+    _, deadline = await commands.get()
+    await asyncio.gather(*(play(p, deadline) for p in players))
+    conn.send(("done", {"samples": samples, "gm": gm_latencies, "problems": problems}))
+
+    _, last = await commands.get()
+
+    async def caught_up(feed: Feed) -> None:
+        target = last[feed.player["campaign"]]
+        while feed.seq < target:
+            feed.advanced.clear()
+            await feed.advanced.wait()
+
+    try:
+        await asyncio.wait_for(asyncio.gather(*(caught_up(f) for f in feeds)), TIMEOUT)
+    except TimeoutError:
+        behind = [(f.player["campaign"], f.seq, last[f.player["campaign"]]) for f in feeds]
+        problems.append(f"sockets behind their campaign's last event: {behind}")
+    stats = [
+        {
+            "campaign": f.player["campaign"],
+            "events": f.events,
+            "gaps": f.gaps,
+            "late": f.late,
+            "never": len(f.missed),
+            "seq": f.seq,
+        }
+        for f in feeds
+    ]
+    conn.send(("sockets", {"sockets": stats, "problems": problems, "samples": samples}))
+    for feed in feeds:
+        feed.factory.closing = True
+        feed.sendClose()
+    await asyncio.wait([feed.is_closed for feed in feeds], timeout=TIMEOUT)
+    pool.shutdown()
+
+
+# -- the servers' side: workers, the world, the database -----------------------------------------
+
+
+def start_workers(count: int, log_dir: str) -> list[subprocess.Popen]:
+    """`count` task workers as the Procfile runs them, answering turns with the scripted GM."""
+    env = dict(os.environ, GM_SCRIPTED_DELAY=str(GM_DELAY))
+    workers = []
+    for i in range(count):
+        with open(os.path.join(log_dir, f"worker-{i}.log"), "w") as log:
+            command = [sys.executable, "manage.py", "db_worker", "--queue-name", "*"]
+            command += ["--interval", "0.5", "--no-reload", "--worker-id", f"bench-{i}"]
+            workers.append(
+                subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+            )
+    return workers
+
+
+def stop_workers(workers: list[subprocess.Popen]) -> None:
+    stop_servers([(process, 0) for process in workers])
+
+
+def build_campaigns(count: int, players: int) -> list[dict[str, Any]]:
+    """`count` campaigns, each with `players` members holding API tokens and a goblin."""
+    from django.contrib.auth.models import User
+    from rest_framework.authtoken.models import Token
+
+    from campaigns.models import Membership
+    from campaigns.services import campaign_create, creature_create
+
+    built = []
+    for c in range(count):
+        owner = User.objects.create_user(f"gm-{c}")
+        campaign = campaign_create(owner=owner, name=f"table {c}")
+        goblin = creature_create(
+            campaign=campaign, name="Goblin", kind="monster", hp=GOBLIN_HP, max_hp=2 * GOBLIN_HP
+        )
+        members = User.objects.bulk_create(User(username=f"p{i}-c{c}") for i in range(players))
+        Membership.objects.bulk_create(Membership(campaign=campaign, user=p) for p in members)
+        tokens = Token.objects.bulk_create(Token(user=u, key=Token.generate_key()) for u in members)
+        built.append(
+            {"id": str(campaign.pk), "goblin": goblin.pk, "tokens": [t.key for t in tokens]}
+        )
+    return built
+
+
+def database_url(name: str) -> str:
+    """The URL of database `name` on the bench's PostgreSQL server."""
+    return os.environ["DATABASE_URL"].rsplit("/", 1)[0] + f"/{name}"
+
+
+def release_connections() -> None:
+    """Close this process's connections and its pool: a template copy needs the database idle."""
+    from django.db import connections
+
+    connections.close_all()
+    for connection in connections.all():
+        if connection.vendor == "postgresql" and connection.pool is not None:
+            connection.close_pool()
+
+
+def admin_sql(statement: str) -> None:
+    import psycopg
+
+    with psycopg.connect(database_url("postgres"), autocommit=True) as conn:
+        conn.execute(statement)
+
+
+class BackendSampler(threading.Thread):
+    """Once a second, the database's PostgreSQL sessions (pg_stat_activity), until stopped."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.samples: list[tuple[float, int]] = []
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        import psycopg
+
+        with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as conn:
+            while not self.stopping.wait(1.0):
+                count = conn.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                ).fetchone()[0]
+                self.samples.append((time.time(), count))
+
+    def between(self, start: float, end: float) -> list[int]:
+        return [n for t, n in self.samples if start <= t <= end]
+
+
+# -- one phase: the players on some campaigns for some seconds -----------------------------------
+
+
+@dataclass
+class Phase:
+    name: str
+    campaigns: list[dict[str, Any]]
+    seconds: float
+    samples: list[tuple[str, int, float, float]] = field(default_factory=list)
+    gm: list[float] = field(default_factory=list)
+    sockets: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    started: float = 0.0
+    backends: list[int] = field(default_factory=list)
+
+
+def run_phase(
+    phase: Phase, ports: list[int], plan: dict[str, Any], sampler: BackendSampler
+) -> None:
+    from campaigns.models import Campaign, Turn
+
+    players = [
+        {
+            "campaign": c["id"],
+            "goblin": c["goblin"],
+            "token": token,
+            "port": ports[(i + j) % len(ports)],
+        }
+        for i, c in enumerate(phase.campaigns)
+        for j, token in enumerate(c["tokens"])
+    ]
+    spawn = multiprocessing.get_context("spawn")
+    clients = []
+    for share in range(min(CLIENT_PROCESSES, len(players))):
+        ours, theirs = spawn.Pipe()
+        process = spawn.Process(
+            target=players_main, args=(theirs, players[share::CLIENT_PROCESSES], plan), daemon=True
+        )
+        process.start()
+        clients.append((ours, process))
+    try:
+        assert sum(answer(c, p, "ready") for c, p in clients) == len(players)
+        phase.started = time.time() + 0.5
+        for conn, _ in clients:
+            conn.send(("go", phase.started + phase.seconds))
+        for conn, process in clients:
+            done = answer(conn, process, "done")
+            phase.gm += done["gm"]
+        ended = time.time()
+        ids = [c["id"] for c in phase.campaigns]
+        waiting = Turn.objects.filter(
+            campaign_id__in=ids, status__in=[Turn.Status.QUEUED, Turn.Status.RUNNING]
+        )
+        deadline = time.monotonic() + QUIET_TIMEOUT
+        while waiting.exists():
+            if time.monotonic() > deadline:
+                raise SystemExit(f"{phase.name}: {waiting.count()} GM turns still unanswered")
+            time.sleep(0.5)
+        last = dict(Campaign.objects.filter(pk__in=ids).values_list("pk", "event_seq"))
+        last = {str(k): v for k, v in last.items()}
+        for conn, _ in clients:
+            conn.send(("quiet", last))
+        for conn, process in clients:
+            report = answer(conn, process, "sockets")
+            phase.sockets += report["sockets"]
+            phase.problems += report["problems"]
+            phase.samples += report["samples"]
+        phase.backends = sampler.between(phase.started, ended)
+    finally:
+        for _, process in clients:
+            process.join(timeout=TIMEOUT)
+            if process.is_alive():
+                process.terminate()
+
+
+# -- the final state against the log, in a throwaway copy ---------------------------------------
+
+
+def replay_main(conn: Connection, url: str, logs: dict[str, list[tuple[int, str, Any]]]) -> None:
+    """In the copy of the database taken before the load: each campaign's committed calls, in
+    sequence order, through the audited dispatch; then every campaign's canonical state."""
+    os.environ["DATABASE_URL"] = url
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    from django.contrib.auth.models import User
+
+    from audit.services import invocation_dispatch
+    from campaigns.models import Campaign
+    from campaigns.selectors import campaign_state
+
+    states = {}
+    for campaign_id, calls in logs.items():
+        campaign = Campaign.objects.get(pk=campaign_id)
+        for user_id, tool, data in calls:
+            row = invocation_dispatch(
+                campaign=campaign, actor=User.objects.get(pk=user_id), tool_name=tool, input=data
+            )
+            assert row.status == row.Status.COMMITTED, (campaign_id, tool, data, row.error)
+        states[campaign_id] = campaign_state(campaign)
+    conn.send(states)
+
+
+def check_states(campaigns: list[dict[str, Any]], copy: str, port: int) -> list[str]:
+    """Each campaign's `/state/` (less its seq) against its replayed log; the mismatches."""
+    from audit.models import ToolInvocation
+
+    logs: dict[str, list[tuple[int, str, Any]]] = {c["id"]: [] for c in campaigns}
+    committed = ToolInvocation.objects.filter(
+        campaign_id__in=list(logs), status=ToolInvocation.Status.COMMITTED
+    ).order_by("campaign_id", "sequence")
+    for campaign_id, user_id, tool, data in committed.values_list(
+        "campaign_id", "user_id", "tool_name", "input"
+    ):
+        logs[str(campaign_id)].append((user_id, tool, data))
+    ours, theirs = multiprocessing.get_context("spawn").Pipe()
+    process = multiprocessing.get_context("spawn").Process(
+        target=replay_main, args=(theirs, database_url(copy), logs)
+    )
+    process.start()
+    if not ours.poll(TIMEOUT * 10):
+        process.terminate()
+        raise SystemExit("the replay did not answer")
+    replayed = ours.recv()
+    process.join()
+    mismatches = []
+    for c in campaigns:
+        status, state, _ = _http(
+            "GET", f"http://127.0.0.1:{port}/api/campaigns/{c['id']}/state/", c["tokens"][0]
+        )
+        state.pop("seq", None)
+        if status != 200 or json.dumps(state, sort_keys=True) != json.dumps(
+            replayed[c["id"]], sort_keys=True, default=str
+        ):
+            mismatches.append(f"campaign {c['id']}: /state/ {status} differs from its replayed log")
+    return mismatches, sum(len(v) for v in logs.values())
+
+
+# -- the report ----------------------------------------------------------------------------------
+
+
+def endpoint_table(phase: Phase) -> None:
+    by_label: dict[str, list[tuple[int, float]]] = defaultdict(list)
+    for label, status, ms, _ in phase.samples:
+        by_label[label].append((status, ms))
+    print(f"{'endpoint':<30} {'count':>6} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}  statuses")
+    for label in sorted(by_label):
+        rows = by_label[label]
+        times = [ms for _, ms in rows]
+        statuses = " ".join(f"{s}x{n}" for s, n in sorted(Counter(s for s, _ in rows).items()))
+        print(
+            f"{label:<30} {len(rows):>6} {statistics.median(times):>8.1f}"
+            f" {q(times, 95):>8.1f} {q(times, 99):>8.1f}  {statuses}"
+        )
+    if phase.gm:
+        print(
+            f"{'GM turn: POST -> completed':<30} {len(phase.gm):>6}"
+            f" {statistics.median(phase.gm):>8.1f} {q(phase.gm, 95):>8.1f} {q(phase.gm, 99):>8.1f}"
+            "  (at the posting player's socket)"
+        )
+
+
+def q(values: list[float], pct: int) -> float:
+    return percentile(values, pct) if len(values) > 1 else values[0]
+
+
+def throughput(phase: Phase) -> float:
+    end = phase.started + phase.seconds
+    done = [t for label, _, _, t in phase.samples if "resync" not in label]
+    return sum(1 for t in done if phase.started <= t <= end) / phase.seconds
+
+
+def main(
+    campaigns: int,
+    players: int,
+    seconds: int,
+    think_ms: int,
+    servers: int,
+    workers: int,
+    scale_seconds: int,
+    scale: list[int],
+) -> None:
+    think = (think_ms / 1000, 2 * think_ms / 1000)  # a player's pause between actions
+    from django.core.management import call_command
+    from django.db import connection
+
+    world = build_campaigns(campaigns + sum(scale), players)
+    database = connection.settings_dict["NAME"]
+    copy = f"{database}_initial"
+    release_connections()
+    admin_sql(f'CREATE DATABASE "{copy}" TEMPLATE "{database}"')
+    phases = [
+        Phase(f"table: {campaigns} campaigns x {players} players", world[:campaigns], seconds)
+    ]
+    start = campaigns
+    for count in scale:
+        phases.append(
+            Phase(f"throughput: {count} campaigns", world[start : start + count], scale_seconds)
+        )
+        start += count
+    sampler = BackendSampler()
+    try:
+        with tempfile.TemporaryDirectory(prefix="table_load-") as log_dir:
+            running = start_servers(servers, log_dir)
+            pool = start_workers(workers, log_dir)
+            sampler.start()
+            try:
+                ports = [port for _, port in running]
+                run_phase(phases[0], ports, {"mix": TABLE_MIX, "think": think}, sampler)
+                for phase in phases[1:]:
+                    run_phase(phase, ports, {"mix": SCALE_MIX, "think": None}, sampler)
+                mismatches, replayed = check_states(world, copy, ports[0])
+            finally:
+                sampler.stopping.set()
+                stop_workers(pool)
+                stop_servers(running)
+                for i in range(workers):
+                    with open(os.path.join(log_dir, f"worker-{i}.log")) as log:
+                        if "Traceback" in (text := log.read()):
+                            print(f"worker {i} log:\n{text[-3000:]}")
+    finally:
+        admin_sql(f'DROP DATABASE IF EXISTS "{copy}" WITH (FORCE)')
+    call_command("verify_log", stdout=io.StringIO())  # raises on a broken chain
+
+    failures = list(mismatches)
+    print(
+        f"PostgreSQL + Redis, {servers} Daphne processes, {workers} db_worker processes (scripted "
+        f"GM, {GM_DELAY} s a round), players' websockets and requests in {CLIENT_PROCESSES} "
+        "client processes"
+    )
+    for phase in phases:
+        print(
+            f"\n== {phase.name}, {phase.seconds} s"
+            + (
+                f", each player every {think[0]:g}-{think[1]:g} s"
+                if phase is phases[0]
+                else ", closed loop (no think time, no GM turns)"
+            )
+        )
+        endpoint_table(phase)
+        fives = sum(1 for _, status, _, _ in phase.samples if status >= 500)
+        gaps = sum(s["gaps"] for s in phase.sockets)
+        events = sum(s["events"] for s in phase.sockets)
+        late = sum(s["late"] for s in phase.sockets)
+        never = sum(s["never"] for s in phase.sockets)
+        backends = phase.backends or [0]
+        print(
+            f"requests/s {throughput(phase):.1f} (players' requests completed in the window); "
+            f"5xx {fives}; PostgreSQL backends max {max(backends)} (median "
+            f"{statistics.median(backends):g})\nsockets {len(phase.sockets)}: events in order "
+            f"{events}; gaps {gaps}, each resynced via /state/ (missed events that came later, "
+            f"out of order: {late}; never came: {never}); all at their campaign's last seq: "
+            f"{'yes' if not phase.problems else 'NO'}"
+        )
+        failures += [f"{phase.name}: {p}" for p in phase.problems]
+        failures += [f"{phase.name}: {fives} responses 5xx"] if fives else []
+    if len(phases) > 2:
+        low, high = phases[1], phases[-1]
+        print(
+            f"\nthroughput {len(high.campaigns)} campaigns / {len(low.campaigns)} campaign(s): "
+            f"{throughput(high):.1f} / {throughput(low):.1f} requests/s = "
+            f"{throughput(high) / throughput(low):.2f}x (goal >= 1.6x for 8 vs 1)"
+        )
+    print(
+        f"final state: {len(world)} campaigns' /state/ equal to their initial world + {replayed} "
+        f"committed calls replayed through the dispatch in a copy: {len(world) - len(mismatches)} "
+        f"of {len(world)}; verify_log: every chain intact"
+    )
+    if failures:
+        raise SystemExit("FAILED:\n" + "\n".join(failures))
+
+
+if __name__ == "__main__":
+    run = sizes(
+        __doc__,
+        full={
+            "campaigns": 20,
+            "players": 4,
+            "seconds": 60,
+            "think_ms": 3000,
+            "servers": 2,
+            "workers": 2,
+            "scale_seconds": 20,
+            "scale": [1, 8],
+        },
+        smoke={
+            "campaigns": 2,
+            "players": 2,
+            "seconds": 5,
+            "think_ms": 300,
+            "servers": 1,
+            "workers": 1,
+            "scale_seconds": 2,
+            "scale": [1, 2],
+        },
+    )
+    production_environment()
+    with django_on_postgres("table_load"):
+        main(**run)
