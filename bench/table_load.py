@@ -191,8 +191,13 @@ async def _players(conn: Connection, players: list[dict[str, Any]], plan: dict[s
             if not self.factory.closing:
                 problems.append(f"socket closed by the server: {code} {reason}")
 
+    gate = asyncio.Semaphore(2)  # handshakes at once per process: within Daphne's 5 s timeout
+
     async def connect(player: dict[str, Any]) -> Feed:
-        feed = await open_feed(Feed, player["port"], player["campaign"], player["token"], problems)
+        async with gate:
+            feed = await open_feed(
+                Feed, player["port"], player["campaign"], player["token"], problems
+            )
         feed.player = player
         return feed
 
@@ -395,6 +400,10 @@ class Phase:
     backends: list[int] = field(default_factory=list)
 
 
+def progress(line: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {line}", file=sys.stderr, flush=True)
+
+
 def run_phase(
     phase: Phase, ports: list[int], plan: dict[str, Any], sampler: BackendSampler
 ) -> None:
@@ -420,14 +429,17 @@ def run_phase(
         process.start()
         clients.append((ours, process))
     try:
-        assert sum(answer(c, p, "ready") for c, p in clients) == len(players)
+        progress(f"{phase.name}: {len(players)} players connecting")
+        assert sum(answer(c, p, "ready", QUIET_TIMEOUT) for c, p in clients) == len(players)
+        progress(f"{phase.name}: playing {phase.seconds} s")
         phase.started = time.time() + 0.5
         for conn, _ in clients:
             conn.send(("go", phase.started + phase.seconds))
         for conn, process in clients:
-            done = answer(conn, process, "done")
+            done = answer(conn, process, "done", phase.seconds + QUIET_TIMEOUT)
             phase.gm += done["gm"]
         ended = time.time()
+        progress(f"{phase.name}: waiting for the GM turns and the events")
         ids = [c["id"] for c in phase.campaigns]
         waiting = Turn.objects.filter(
             campaign_id__in=ids, status__in=[Turn.Status.QUEUED, Turn.Status.RUNNING]
@@ -589,6 +601,10 @@ def main(
             sampler.start()
             try:
                 ports = [port for _, port in running]
+                for port in ports:  # a cold server's first request imports and connects
+                    first = world[0]
+                    url = f"http://127.0.0.1:{port}/api/campaigns/{first['id']}/state/"
+                    assert _http("GET", url, first["tokens"][0])[0] == 200
                 run_phase(phases[0], ports, {"mix": TABLE_MIX, "think": think}, sampler)
                 for phase in phases[1:]:
                     run_phase(phase, ports, {"mix": SCALE_MIX, "think": None}, sampler)
@@ -663,7 +679,7 @@ if __name__ == "__main__":
             "think_ms": 3000,
             "servers": 2,
             "workers": 2,
-            "scale_seconds": 20,
+            "scale_seconds": 15,
             "scale": [1, 8],
         },
         smoke={

@@ -242,10 +242,12 @@ def post_undo(port: int, table: dict[str, Any], turn: int) -> None:
     assert response.status == 200 and len(body["reverted"]) == 1, (response.status, body)
 
 
-def answer(conn: Connection, process: multiprocessing.Process, expected: str) -> Any:
+def answer(
+    conn: Connection, process: multiprocessing.Process, expected: str, timeout: float = TIMEOUT * 2
+) -> Any:
     """The client process's next message, which must be `expected`."""
-    if not conn.poll(TIMEOUT * 2):
-        raise SystemExit(f"client process {process.pid} did not answer")
+    if not conn.poll(timeout):
+        raise SystemExit(f"client process {process.pid} did not answer {expected!r} in {timeout} s")
     kind, payload = conn.recv()
     if kind != expected:
         raise SystemExit(f"client process {process.pid}: {kind}: {payload}")
