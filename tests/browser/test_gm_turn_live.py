@@ -2,6 +2,8 @@
 is thinking, the narration streams, the finished turn stays in view, and Undo then Retry reach
 both browsers."""
 
+import re
+
 import pytest
 from playwright.sync_api import Page, expect
 
@@ -17,6 +19,8 @@ pytestmark = [pytest.mark.browser, redis_only]
 ATTACK = "I attack the goblin"
 # The scripted GM waits this long per round, as a model would think: an attack is two rounds.
 ROUND_SECONDS = 2
+# Whether the worker had claimed the turn yet when Stop was pressed.
+STOPPED = re.compile(r"player (stopped the GM on|cancelled) this turn")
 
 
 def send(page: Page, message: str) -> None:
@@ -104,3 +108,26 @@ def test_a_slow_gm_turn_then_its_undo_and_retry_live_for_two_players(
         Turn.Status.COMPLETED,
         None,
     )
+
+
+def test_the_actor_stops_a_slow_gm_turn_and_both_players_see_it_stopped(
+    live_world: World, asgi_server: str, gm_workers
+):
+    world = live_world
+    gm_workers(delay=ROUND_SECONDS)
+    with chromium() as browser:
+        player = signed_in_page(browser, asgi_server, world.player.username)
+        other = signed_in_page(browser, asgi_server, world.other.username)
+        for page in (player, other):
+            open_table(page, world.campaign.pk)
+
+        send(player, "We take a long rest")
+        expect(other.locator(".thinking")).to_be_in_viewport()
+        player.get_by_role("button", name="Stop the GM").click()
+        for page in (player, other):
+            expect(page.locator(".msg.role-system")).to_contain_text(STOPPED)
+            expect(page.locator(".thinking, button.stop")).to_have_count(0)
+        screenshot(other, "gm-turn-stopped.png")
+
+    turn = Turn.objects.get(campaign=world.campaign)
+    assert (turn.status, turn.cancel_requested_by) == (Turn.Status.CANCELLED, world.player)
