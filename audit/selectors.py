@@ -4,7 +4,7 @@
 from collections import defaultdict
 from typing import Any
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Exists, OuterRef, Prefetch, QuerySet
 
 from audit.models import ToolInvocation
 from campaigns.models import Campaign, ChatMessage, Turn
@@ -73,9 +73,13 @@ def turn_feed(
     *, campaign: Campaign, limit: int, turn_id: Any = None
 ) -> tuple[list[Turn], dict[int, list[ChatMessage]], dict[int, list[dict[str, Any]]]]:
     """The campaign page's feed: the last `limit` turns oldest first (or the one `turn_id`), the
-    messages still shown of each, and each turn's log rows as plain values, oldest first. Three
-    queries whatever the number of turns."""
-    turns = Turn.objects.filter(campaign=campaign).select_related("actor", "reverted_by")
+    messages still shown of each, and each turn's log rows as plain values, oldest first. Each
+    turn says whether it was `retried`. Three queries whatever the number of turns."""
+    turns = (
+        Turn.objects.filter(campaign=campaign)
+        .select_related("actor", "reverted_by")
+        .annotate(retried=Exists(Turn.objects.filter(retry_of=OuterRef("pk"))))
+    )
     if turn_id is not None:
         turns = turns.filter(pk=turn_id)
     recent = list(turns.order_by("-created_at", "-pk")[:limit])[::-1]

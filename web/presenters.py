@@ -25,6 +25,7 @@ from campaigns.selectors import (
     rolls_outside_turns,
     turn_rolls,
 )
+from gm.services import STOPPABLE
 
 FEED_TURNS = 50
 FEED_ROLLS = 50
@@ -213,6 +214,9 @@ class TurnCard:
     reverted_by: str = ""
     revert_reason: str = ""
     latest_gm: bool = False
+    stopping: bool = False
+    retried: bool = False
+    retry_of: int | None = None
     kind = "turn"
 
     @property
@@ -220,6 +224,25 @@ class TurnCard:
         """A GM turn: the GM answered or acted, and it is not still running."""
         answered = any(m.role == ChatMessage.Role.GM for m in self.messages) or bool(self.calls)
         return answered and not self.reverted and self.status != Turn.Status.RUNNING
+
+    @property
+    def thinking(self) -> bool:
+        """The GM has yet to finish answering: every member sees a note saying so, which the
+        page's script replaces with the narration as it streams."""
+        return self.status in STOPPABLE and not self.reverted
+
+    @property
+    def stoppable(self) -> bool:
+        """Stop is offered to those the cancel service lets stop it (`undoable`: the actor or
+        whoever may revert), until someone has asked."""
+        return self.thinking and self.undoable and not self.stopping
+
+    @property
+    def retryable(self) -> bool:
+        """Retry is offered on an undone turn the GM was asked to answer, once, to those the
+        retry service lets retry it."""
+        asked = self.status != Turn.Status.OPEN
+        return self.reverted and asked and not self.retried and self.undoable
 
 
 def feed(*, campaign: Campaign, user: Any, turn_id: Any = None) -> list[TurnCard]:
@@ -242,6 +265,9 @@ def feed(*, campaign: Campaign, user: Any, turn_id: Any = None) -> list[TurnCard
             reverted=t.reverted_at is not None,
             reverted_by=t.reverted_by.get_username() if t.reverted_by else "",
             revert_reason=t.revert_reason,
+            stopping=t.cancel_requested_at is not None,
+            retried=t.retried,
+            retry_of=t.retry_of_id,
         )
         for t in turns
     ]

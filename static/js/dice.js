@@ -14,6 +14,7 @@ import {
   problem,
   request,
   turnBlock,
+  UNREACHABLE,
 } from "./table.js";
 
 const form = document.getElementById("dice");
@@ -59,7 +60,7 @@ form.addEventListener("submit", async (event) => {
     if (response.ok) await draw((await response.json()).id, null);
     else showError(await problem(response));
   } catch {
-    showError("Could not reach the table. Check your connection and try again.");
+    showError(UNREACHABLE);
   } finally {
     button.disabled = false;
   }

@@ -71,6 +71,8 @@ export async function problem(response) {
   }
 }
 
+export const UNREACHABLE = "Could not reach the table. Check your connection and try again.";
+
 const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // ---- the board: a copy of the state dump, redrawn from it ----------------------------------
@@ -266,8 +268,9 @@ export function turnBlock(turnId) {
   return block;
 }
 
+// A turn's messages and rolls come before the GM's thinking note, its tool calls and buttons.
 export function addToTurn(block, node) {
-  block.insertBefore(node, $(":scope > .calls, :scope > .undo", block));
+  block.insertBefore(node, $(":scope > :is(.thinking, .calls, .stop, .undo)", block));
 }
 
 function messageNode({ id, role, content, author }, source) {
@@ -284,12 +287,15 @@ function messageNode({ id, role, content, author }, source) {
   );
 }
 
+// The GM's narration as it streams takes the place of the note that the GM is thinking.
 function streamingNode(block) {
   let node = $(":scope > .msg.streaming", block);
   if (!node) {
     node = messageNode({ role: "gm", content: "" }, "ai_tool_execution");
     node.classList.add("streaming");
-    addToTurn(block, node);
+    const thinking = $(":scope > .thinking", block);
+    if (thinking) thinking.replaceWith(node);
+    else addToTurn(block, node);
   }
   return node;
 }
@@ -307,6 +313,17 @@ function onMessageCreated({ turn, source, data }) {
     if (streaming) streaming.replaceWith(node);
     else addToTurn(block, node);
   });
+  // The server draws the note that the GM is thinking, and the buttons this person may use.
+  if (data.gm === "queued") refreshTurn(turn);
+}
+
+// A turn resumed after its worker was lost tells its narration again from the start.
+function onTurnStarted({ turn, data }) {
+  if (data.attempt <= 1) return;
+  const block = turnNode(turn);
+  if (!block) return;
+  $(":scope > .msg.streaming", block)?.remove();
+  refreshTurn(turn);
 }
 
 function onTextDelta({ turn, data }) {
@@ -328,11 +345,17 @@ async function refreshTurn(turnId) {
   if (refreshing.get(turnId) !== generation) return;
   keepingScroll(() => {
     const old = turnNode(turnId);
+    const streaming = old && $(":scope > .msg.streaming", old);
+    const thinking = $(":scope > .thinking", fresh);
+    if (streaming && thinking) thinking.replaceWith(streaming); // still speaking: keep its words
     const later = $$(":scope > [data-turn]", feed()).find((b) => Number(b.dataset.turn) > turnId);
     if (old) old.replaceWith(fresh);
     else feed().insertBefore(fresh, later ?? null);
   });
   refreshUndo();
+  // A retry's first sight: the undone turn it retries no longer offers Retry.
+  const retried = fresh.dataset.retryOf && turnNode(fresh.dataset.retryOf);
+  if (retried && !retried.dataset.retried) refreshTurn(Number(fresh.dataset.retryOf));
 }
 
 // Only the most recent GM turn offers Undo, to those who may undo it.
@@ -341,13 +364,12 @@ function refreshUndo() {
   for (const button of $$(".undo", feed())) button.hidden = button.closest(".turn") !== latest;
 }
 
-function markUndone(turnId, reason) {
+// Until the server's rendering of the undone turn arrives, it offers no Undo.
+function markUndone(turnId) {
   const block = turnNode(turnId);
   if (!block) return;
-  block.className = "turn undone";
+  block.classList.add("undone");
   block.dataset.gm = "0";
-  const why = reason ? `: “${reason}”` : "";
-  block.replaceChildren(h("p", { class: "undo-note" }, `↶ This turn was undone${why}`));
   refreshUndo();
 }
 
@@ -355,7 +377,7 @@ function markUndone(turnId, reason) {
 
 const HANDLERS = {
   message_created: onMessageCreated,
-  gm_turn_started: ({ turn }) => streamingNode(turnBlock(turn)),
+  gm_turn_started: onTurnStarted,
   gm_text_delta: onTextDelta,
   gm_turn_completed: ({ turn }) => refreshTurn(turn),
   state_changed: ({ data }) => applyChanges([data]),
@@ -365,7 +387,7 @@ const HANDLERS = {
   },
   interaction_reverted: ({ turn, data }) => {
     applyChanges(data.state);
-    markUndone(turn, data.reason);
+    markUndone(turn);
     refreshTurn(turn);
   },
 };
@@ -482,27 +504,28 @@ function sayError(text) {
   show($(".say-error", say), Boolean(text), text);
 }
 
+// The box empties at once: the server queues the turn for the GM and answers without waiting
+// for it. Only a message the server refused comes back into the box (unless a new one is
+// being typed), with the reason.
 say.addEventListener("submit", async (event) => {
   event.preventDefault();
   const box = say.elements.message;
   const message = box.value.trim();
   if (!message) return;
-  const button = $("button[type=submit]", say);
-  button.disabled = true;
+  box.value = "";
+  box.focus();
   sayError("");
+  feed().scrollTop = feed().scrollHeight;
+  const refused = (text) => {
+    if (!box.value) box.value = message;
+    sayError(text);
+  };
   try {
     const response = await request("POST", `${API}/turns/`, { message });
-    if (response.ok) {
-      box.value = "";
-      if (offline()) resync();
-    } else {
-      sayError(await problem(response));
-    }
+    if (!response.ok) refused(await problem(response));
+    else if (offline()) resync();
   } catch {
-    sayError("Could not reach the table. Check your connection and try again.");
-  } finally {
-    button.disabled = false;
-    box.focus();
+    refused(UNREACHABLE);
   }
 });
 
@@ -697,7 +720,7 @@ async function loadPlan() {
     }
     await showPlan(await response.json());
   } catch {
-    undoError("Could not reach the table. Check your connection and try again.");
+    undoError(UNREACHABLE);
   }
 }
 
@@ -775,7 +798,7 @@ undoForm.addEventListener("submit", async (event) => {
     await refuse(response);
   } catch {
     undoStatus("");
-    undoError("Could not reach the table. Check your connection and try again.");
+    undoError(UNREACHABLE);
     confirmButton.disabled = false;
   }
 });
@@ -784,9 +807,27 @@ dialog.addEventListener("close", () => {
   undoing = null;
 });
 
+// ---- Stop and Retry: the server offers them to whom it lets use them -------------------------
+
+async function turnAction(button, turnId, action) {
+  button.disabled = true;
+  sayError("");
+  try {
+    const response = await request("POST", `${API}/turns/${turnId}/${action}/`, {});
+    if (!response.ok) sayError(await problem(response));
+    else if (offline()) resync();
+  } catch {
+    sayError(UNREACHABLE);
+  }
+  refreshTurn(turnId);
+}
+
 document.addEventListener("click", (event) => {
-  const button = event.target.closest("button.undo");
-  if (button) openUndo(Number(button.dataset.undo));
+  const button = event.target.closest("button.undo, button.stop, button.retry");
+  if (!button) return;
+  if (button.dataset.undo) openUndo(Number(button.dataset.undo));
+  else if (button.dataset.stop) turnAction(button, Number(button.dataset.stop), "cancel");
+  else turnAction(button, Number(button.dataset.retry), "retry");
 });
 
 // ---- start -----------------------------------------------------------------------------------
