@@ -401,6 +401,29 @@ export function onEvent(type, handler) {
 let resyncing = null;
 const held = [];
 
+// Events published by two server processes (a worker's and a web server's) can arrive out of
+// commit order: an event past a gap waits a moment for the missing ones, and only a gap still
+// open after REORDER_WAIT means an event was lost, which a resync repairs.
+const REORDER_WAIT = 500;
+let gapTimer = null;
+
+function apply(event) {
+  lastSeq = event.seq;
+  HANDLERS[event.type]?.(event);
+}
+
+function drainHeld() {
+  held.sort((a, b) => a.seq - b.seq);
+  while (held.length && held[0].seq <= lastSeq + 1) {
+    const next = held.shift();
+    if (next.seq === lastSeq + 1) apply(next);
+  }
+  if (!held.length && gapTimer) {
+    clearTimeout(gapTimer);
+    gapTimer = null;
+  }
+}
+
 function receive(event) {
   if (!Number.isInteger(event.seq)) return;
   if (resyncing) {
@@ -410,11 +433,14 @@ function receive(event) {
   if (event.seq <= lastSeq) return;
   if (event.seq > lastSeq + 1) {
     held.push(event);
-    resync();
+    gapTimer ??= setTimeout(() => {
+      gapTimer = null;
+      if (held.length) resync();
+    }, REORDER_WAIT);
     return;
   }
-  lastSeq = event.seq;
-  HANDLERS[event.type]?.(event);
+  apply(event);
+  drainHeld();
 }
 
 // Fetch the feed (with the event number it reflects) and then the state, redraw both, then
@@ -433,6 +459,8 @@ async function reload() {
 }
 
 function resync() {
+  clearTimeout(gapTimer);
+  gapTimer = null;
   resyncing ??= (async () => {
     for (let attempt = 0; ; attempt += 1) {
       try {
