@@ -36,11 +36,13 @@ def sizes(doc: str | None, full: dict[str, Any], smoke: dict[str, Any]) -> dict[
 def django_on_postgres(name: str) -> Iterator[None]:
     """Point Django at a new database `bench_<name>_<random>` on the local PostgreSQL, migrated,
     and drop it when the body ends, also when it fails or is interrupted (SIGINT, SIGTERM). The
-    random suffix lets runs share a server: CI twice in a row, or two people at once."""
+    random suffix lets runs share a server: CI twice in a row, or two people at once.
+    `BENCH_DB_PREFIX` replaces `bench` where a server's databases are named by who owns them."""
     import psycopg
 
     base = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432")
-    database = f"bench_{name}_{uuid.uuid4().hex[:8]}"
+    prefix = os.environ.get("BENCH_DB_PREFIX", "bench")
+    database = f"{prefix}_{name}_{uuid.uuid4().hex[:8]}"
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{database}"')
