@@ -6,33 +6,28 @@ in Daphne, forked by Channels' `DaphneProcess` after the test database exists (t
 inherits the settings that point at it). GM turns run in task workers: `gm_workers` starts
 `manage.py db_worker` processes on the test database, as the Procfile's `worker:` runs them. A
 process of its own cannot open SQLite's in-memory test database, so when a test using either is
-collected the SQLite test database becomes a file. Loaded as a plugin by tests/conftest.py.
+collected the SQLite test database becomes a file. Loaded as a plugin by tests/conftest.py;
+the processes themselves are started by tests/processes.py, which the benchmarks share.
 """
 
-import json
 import os
-import signal
-import subprocess
-import sys
 import tempfile
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 import pytest
-from asgiref.sync import SyncToAsync
-from channels.routing import get_default_application
-from daphne.testing import DaphneProcess
-from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.db import connections
 
 from tests.conftest import World, build_world
+from tests.processes import (
+    SERVER_APPLICATION_NAME,
+    WorkerProcess,
+    api_token,
+    daphne_server,
+    http,
+    worker_start,
+)
+
+__all__ = ["SERVER_APPLICATION_NAME", "WorkerProcess", "api_token", "http"]
 
 # Fixtures whose processes open the test database from outside this process.
 OTHER_PROCESSES = {"asgi_server", "gm_workers"}
@@ -48,65 +43,18 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             settings_dict["TEST"]["NAME"] = os.path.join(tempfile.gettempdir(), name)
 
 
-# The server's PostgreSQL sessions carry this name, so a test can count them apart from its own.
-SERVER_APPLICATION_NAME = "undoable-gm-test-server"
-
-
-def _application():
-    """Runs in the forked child, before its first query."""
-    for connection in connections.all():
-        if connection.vendor == "postgresql":
-            connection.settings_dict["OPTIONS"]["application_name"] = SERVER_APPLICATION_NAME
-    return ASGIStaticFilesHandler(get_default_application())
-
-
-def _release_database_connections() -> None:
-    """The child must share none of this process's database sockets: close the connections and
-    any connection pool (whose open sockets a fork would copy); both reopen on first use."""
-    connections.close_all()
-    for connection in connections.all():
-        if connection.vendor == "postgresql" and connection.pool is not None:
-            connection.close_pool()
-
-
-@contextmanager
-def _daphne() -> Iterator[str]:
-    """The whole app (HTTP, websockets, static files) in a forked Daphne on a free port."""
-    _release_database_connections()
-    process = DaphneProcess(host="127.0.0.1", get_application=_application)
-    # Nor its thread for database work from async code: once a test here has used it, the
-    # child would inherit an executor whose one thread it does not have, and every consumer's
-    # database call (a websocket handshake) would wait forever. The child gets a fresh one.
-    ours, SyncToAsync.single_thread_executor = (
-        SyncToAsync.single_thread_executor,
-        ThreadPoolExecutor(max_workers=1),
-    )
-    try:
-        process.start()
-    finally:
-        SyncToAsync.single_thread_executor = ours
-    try:
-        if not process.ready.wait(timeout=30):
-            error = "" if process.errors.empty() else process.errors.get_nowait()[1]
-            raise RuntimeError(f"Daphne did not start.\n{error}")
-        yield f"http://127.0.0.1:{process.port.value}"
-    finally:
-        process.terminate()
-        process.join(timeout=10)
-
-
 @pytest.fixture
 def asgi_server(transactional_db) -> Iterator[str]:
     """The whole app (HTTP, websockets, static files) on a free localhost port. GM turns
     posted to it are queued: a test that wants them answered starts a worker (`gm_worker`)."""
-    with _daphne() as url:
+    with daphne_server() as url:
         yield url
 
 
 @pytest.fixture
 def asgi_server_b(asgi_server) -> Iterator[str]:
     """A second server on the same database, as a second instance behind a load balancer."""
-    with _daphne() as url:
+    with daphne_server() as url:
         yield url
 
 
@@ -114,82 +62,6 @@ def asgi_server_b(asgi_server) -> Iterator[str]:
 def live_world(transactional_db) -> World:
     """The shared world, committed, so the server process sees it."""
     return build_world()
-
-
-def http(
-    method: str, url: str, body: Any = None, token: str = "", timeout: float = 30
-) -> tuple[int, dict[str, str], Any]:
-    """One plain HTTP request, as an outside client sends it: (status, headers, parsed body).
-    The body is JSON when the server says so, else text, so an HTML error page shows as such."""
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, method=method)
-    request.add_header("Accept", "application/json")
-    if data is not None:
-        request.add_header("Content-Type", "application/json")
-    if token:
-        request.add_header("Authorization", f"Token {token}")
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            status, headers, raw = response.status, dict(response.headers), response.read()
-    except urllib.error.HTTPError as error:
-        status, headers, raw = error.code, dict(error.headers), error.read()
-    if headers.get("Content-Type", "").startswith("application/json"):
-        return status, headers, json.loads(raw)
-    return status, headers, raw.decode(errors="replace")
-
-
-def api_token(base_url: str, username: str) -> str:
-    """Sign in through the API as a client would (test users' password is `pw-<name>`)."""
-    status, _, body = http(
-        "POST",
-        f"{base_url}/api/auth/token/",
-        {"username": username, "password": "pw-" + username},
-    )
-    assert status == 200, body
-    return body["token"]
-
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-@dataclass
-class WorkerProcess:
-    """A `manage.py db_worker` process on the test database; its output goes to `log`."""
-
-    name: str
-    process: subprocess.Popen
-    log: Path
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    def kill(self) -> None:
-        """SIGKILL: the process dies where it stands, as in a crash or an OOM kill."""
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait(timeout=10)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.kill()
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")
-
-
-def database_environment() -> dict[str, str]:
-    """The environment that points a child process's settings at this test database."""
-    db = connections["default"].settings_dict
-    if db["ENGINE"].endswith("sqlite3"):
-        return {"SQLITE_PATH": db["NAME"]}
-    user = urllib.parse.quote(db["USER"] or "")
-    password = ":" + urllib.parse.quote(db["PASSWORD"]) if db["PASSWORD"] else ""
-    host = db["HOST"] or "127.0.0.1"
-    return {"DATABASE_URL": f"postgres://{user}{password}@{host}:{db['PORT'] or 5432}/{db['NAME']}"}
 
 
 @pytest.fixture
@@ -202,20 +74,9 @@ def gm_workers(transactional_db, tmp_path) -> Iterator[Callable[..., WorkerProce
 
     def start(delay: float = 0, lease: float = 60, attempts: int = 3) -> WorkerProcess:
         name = f"test-worker-{len(started) + 1}"
-        env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "SQLITE_PATH")}
-        env.update(
-            database_environment(),
-            GM_PROVIDER="scripted",
-            GM_SCRIPTED_DELAY=str(delay),
-            GM_LEASE_SECONDS=str(lease),
-            GM_MAX_ATTEMPTS=str(attempts),
-        )
-        command = [sys.executable, "manage.py", "db_worker", "--no-reload", "--no-startup-delay"]
-        command += ["--interval", "0.1", "--worker-id", name]
-        log = tmp_path / f"{name}.log"
-        with log.open("w") as out:
-            process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=out)
-        started.append(WorkerProcess(name, process, log))
+        settings = {"GM_SCRIPTED_DELAY": str(delay), "GM_LEASE_SECONDS": str(lease)}
+        settings["GM_MAX_ATTEMPTS"] = str(attempts)
+        started.append(worker_start(name, tmp_path / f"{name}.log", **settings))
         return started[-1]
 
     yield start

@@ -1,0 +1,165 @@
+"""Real server and worker processes, for the tests (through the fixtures in tests/servers.py)
+and the benchmarks (bench/gm_throughput.py) alike: nothing here needs pytest.
+
+The app runs in Daphne, forked by Channels' `DaphneProcess` once Django is set up (the child
+inherits the settings that point at the caller's database). GM turns run in task workers:
+`worker_start` starts a `manage.py db_worker` process on the same database, as the Procfile's
+`worker:` runs it.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from asgiref.sync import SyncToAsync
+from channels.routing import get_default_application
+from daphne.testing import DaphneProcess
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+from django.db import connections
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# The server's PostgreSQL sessions carry this name, so a test can count them apart from its own.
+SERVER_APPLICATION_NAME = "undoable-gm-test-server"
+
+
+def _application():
+    """Runs in the forked child, before its first query."""
+    for connection in connections.all():
+        if connection.vendor == "postgresql":
+            connection.settings_dict["OPTIONS"]["application_name"] = SERVER_APPLICATION_NAME
+    return ASGIStaticFilesHandler(get_default_application())
+
+
+def _release_database_connections() -> None:
+    """The child must share none of this process's database sockets: close the connections and
+    any connection pool (whose open sockets a fork would copy); both reopen on first use."""
+    connections.close_all()
+    for connection in connections.all():
+        if connection.vendor == "postgresql" and connection.pool is not None:
+            connection.close_pool()
+
+
+@contextmanager
+def daphne_server() -> Iterator[str]:
+    """The whole app (HTTP, websockets, static files) in a forked Daphne on a free port: its
+    base URL, until the body ends."""
+    _release_database_connections()
+    process = DaphneProcess(host="127.0.0.1", get_application=_application)
+    # Nor its thread for database work from async code: once this process has used it, the
+    # child would inherit an executor whose one thread it does not have, and every consumer's
+    # database call (a websocket handshake) would wait forever. The child gets a fresh one.
+    ours, SyncToAsync.single_thread_executor = (
+        SyncToAsync.single_thread_executor,
+        ThreadPoolExecutor(max_workers=1),
+    )
+    try:
+        process.start()
+    finally:
+        SyncToAsync.single_thread_executor = ours
+    try:
+        if not process.ready.wait(timeout=30):
+            error = "" if process.errors.empty() else process.errors.get_nowait()[1]
+            raise RuntimeError(f"Daphne did not start.\n{error}")
+        yield f"http://127.0.0.1:{process.port.value}"
+    finally:
+        process.terminate()
+        process.join(timeout=10)
+
+
+def http(
+    method: str, url: str, body: Any = None, token: str = "", timeout: float = 30
+) -> tuple[int, dict[str, str], Any]:
+    """One plain HTTP request, as an outside client sends it: (status, headers, parsed body).
+    The body is JSON when the server says so, else text, so an HTML error page shows as such."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method)
+    request.add_header("Accept", "application/json")
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
+    if token:
+        request.add_header("Authorization", f"Token {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            status, headers, raw = response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as error:
+        status, headers, raw = error.code, dict(error.headers), error.read()
+    if headers.get("Content-Type", "").startswith("application/json"):
+        return status, headers, json.loads(raw)
+    return status, headers, raw.decode(errors="replace")
+
+
+def api_token(base_url: str, username: str) -> str:
+    """Sign in through the API as a client would (test users' password is `pw-<name>`)."""
+    status, _, body = http(
+        "POST",
+        f"{base_url}/api/auth/token/",
+        {"username": username, "password": "pw-" + username},
+    )
+    assert status == 200, body
+    return body["token"]
+
+
+@dataclass
+class WorkerProcess:
+    """A `manage.py db_worker` process; its output goes to `log`."""
+
+    name: str
+    process: subprocess.Popen
+    log: Path
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def kill(self) -> None:
+        """SIGKILL: the process dies where it stands, as in a crash or an OOM kill."""
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+def database_environment() -> dict[str, str]:
+    """The environment that points a child process's settings at this process's database."""
+    db = connections["default"].settings_dict
+    if db["ENGINE"].endswith("sqlite3"):
+        return {"SQLITE_PATH": db["NAME"]}
+    user = urllib.parse.quote(db["USER"] or "")
+    password = ":" + urllib.parse.quote(db["PASSWORD"]) if db["PASSWORD"] else ""
+    host = db["HOST"] or "127.0.0.1"
+    return {"DATABASE_URL": f"postgres://{user}{password}@{host}:{db['PORT'] or 5432}/{db['NAME']}"}
+
+
+def worker_start(name: str, log: Path, *, interval: float = 0.1, **env: str) -> WorkerProcess:
+    """A task worker process (`manage.py db_worker`, every queue, no start-up delay) named
+    `name`, polling every `interval` seconds when idle, on this process's database, running the
+    scripted GM, with `env` (GM_SCRIPTED_DELAY=..., ...) added to its environment. It publishes
+    through the configured channel layer (with REDIS_URL, to other processes' websockets)."""
+    environment = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "SQLITE_PATH")}
+    environment.update(database_environment(), GM_PROVIDER="scripted", **env)
+    command = [sys.executable, "manage.py", "db_worker", "--queue-name", "*", "--no-reload"]
+    command += ["--no-startup-delay", "--interval", str(interval), "--worker-id", name]
+    with log.open("w") as out:
+        process = subprocess.Popen(command, cwd=ROOT, env=environment, stdout=out, stderr=out)
+    return WorkerProcess(name, process, log)
