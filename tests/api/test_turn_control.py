@@ -7,11 +7,10 @@ import pytest
 from audit.models import SecurityEvent, ToolInvocation
 from audit.services import turn_undo
 from campaigns.models import ChatMessage, Turn
-from gm.base import GMProvider, Session
 from gm.services import gm_turn_run, turn_cancel, turn_submit
 from tests.api.conftest import campaign_url, client_for
 from tests.api.test_permissions import ROLES, caller
-from tests.gm.conftest import of_turn
+from tests.gm.conftest import Provider, of_turn
 
 EXPECTED = (200, 200, 200, 403, 404, 401, 200)  # actor owner cogm other outsider anon staff
 
@@ -28,20 +27,6 @@ def cancel(user, world, turn_id, body=None):
 def retry(user, world, turn_id, body=None):
     url = campaign_url(world, f"turns/{turn_id}/retry/")
     return client_for(user).post(url, body or {}, format="json")
-
-
-class Provider(GMProvider):
-    name = "test"
-
-    def __init__(self, behaviour) -> None:
-        self.behaviour = behaviour
-
-    @property
-    def model(self) -> str:
-        return "test/gm-1"
-
-    def run(self, session: Session) -> None:
-        self.behaviour(session)
 
 
 def test_cancelling_a_queued_turn_cancels_it_at_once(

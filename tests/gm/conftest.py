@@ -6,8 +6,25 @@ from typing import Any
 import pytest
 
 from campaigns.models import Turn
+from gm.base import GMProvider, Session
 from gm.services import gm_turn_run, turn_submit
 from tests.gm.fake_claude import FakeClaude
+
+
+class Provider(GMProvider):
+    """A provider whose behaviour each test writes as a function of the session."""
+
+    name = "test"
+
+    def __init__(self, behaviour) -> None:
+        self.behaviour = behaviour
+
+    @property
+    def model(self) -> str:
+        return "test/gm-1"
+
+    def run(self, session: Session) -> None:
+        self.behaviour(session)
 
 
 @pytest.fixture

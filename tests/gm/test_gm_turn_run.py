@@ -7,25 +7,9 @@ from audit.models import ToolInvocation
 from audit.services import turn_undo
 from campaigns.models import ChatMessage, Turn
 from core.errors import Conflict
-from gm.base import GMError, GMProvider, Session
+from gm.base import GMError, Session
 from gm.services import gm_turn_run
-from tests.gm.conftest import of_turn
-
-
-class Provider(GMProvider):
-    """A provider whose behaviour each test writes as a function of the session."""
-
-    name = "test"
-
-    def __init__(self, behaviour) -> None:
-        self.behaviour = behaviour
-
-    @property
-    def model(self) -> str:
-        return "test/gm-1"
-
-    def run(self, session: Session) -> None:
-        self.behaviour(session)
+from tests.gm.conftest import Provider, of_turn
 
 
 def messages(turn):

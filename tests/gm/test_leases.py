@@ -11,28 +11,14 @@ from django_tasks_db.models import DBTaskResult
 
 from audit.models import ToolInvocation
 from campaigns.models import ChatMessage, Turn
-from gm.base import GMProvider, Session, TurnStopped
+from gm.base import Session, TurnStopped
 from gm.models import GMRound
 from gm.runner import claim_run
 from gm.services import gm_turn_run, turn_submit
 from gm.tasks import turn_claim, turn_watch
-from tests.gm.conftest import of_turn
+from tests.gm.conftest import Provider, of_turn
 
 DEADLINE = 10  # seconds a polled condition may take
-
-
-class Provider(GMProvider):
-    name = "test"
-
-    def __init__(self, behaviour) -> None:
-        self.behaviour = behaviour
-
-    @property
-    def model(self) -> str:
-        return "test/gm-1"
-
-    def run(self, session: Session) -> None:
-        self.behaviour(session)
 
 
 def hit(session: Session, tool_use_id: str):
