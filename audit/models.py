@@ -17,6 +17,9 @@ class InvocationOrigin(models.TextChoices):
 
     API = "api"
     GM = "gm"
+    # A person's own hand at the table (the GM adjusting HP, a player dragging a token): logged
+    # and undoable like the AI's calls; its events carry the source `user`.
+    USER = "user"
 
 
 class ToolInvocation(Revertible):

@@ -199,6 +199,14 @@ def _guarded(tool: WriteTool, method: Callable[..., T], *args: Any) -> T:
         ) from exc
 
 
+def _event_source(origin: str) -> EventSource:
+    """A person's own call (the page's GM hand) broadcasts as `user`; the GM's and the REST
+    tool-call endpoint's as `ai_tool_execution` (SPEC §5, §7)."""
+    if origin == InvocationOrigin.USER:
+        return EventSource.USER
+    return EventSource.AI_TOOL_EXECUTION
+
+
 def _commit(
     row: ToolInvocation,
     *,
@@ -221,7 +229,7 @@ def _commit(
         event(
             "state_changed",
             entities.describe(k, fields),
-            source=EventSource.AI_TOOL_EXECUTION,
+            source=_event_source(row.source),
             turn=row.turn_id,
             invocation=row.pk,
         )

@@ -3,7 +3,7 @@
 import pytest
 from django.db import transaction
 
-from audit.models import ToolInvocation, WriteSetEntry
+from audit.models import InvocationOrigin, ToolInvocation, WriteSetEntry
 from audit.services import invocation_dispatch, turn_undo
 from campaigns.models import Creature
 from core.errors import Conflict
@@ -73,6 +73,18 @@ def test_state_changes_are_broadcast_after_commit_with_ai_source(
     assert sent["campaign"] == str(world.campaign.pk)
     assert sent["data"]["entity"] == "creature" and sent["data"]["fields"]["hp"] == 4
     assert row.broadcast_events == [sent]
+
+
+def test_a_persons_own_call_is_logged_as_user_and_broadcast_as_user(
+    world, events, django_capture_on_commit_callbacks
+):
+    """The page's GM hand (SPEC §8): the same audited tool, its row marked `user`, its events
+    sourced `user` so every browser can tell a person's change from the AI's."""
+    with django_capture_on_commit_callbacks(execute=True):
+        row = damage(world, source=InvocationOrigin.USER)
+    assert row.status == ToolInvocation.Status.COMMITTED and row.source == "user"
+    assert [e["source"] for e in events] == ["user"]
+    assert row.broadcast_events[0]["source"] == "user"
 
 
 def test_event_seq_rises_by_one_per_event(world, events, django_capture_on_commit_callbacks):
