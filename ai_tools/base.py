@@ -92,6 +92,8 @@ class ToolContext:
     campaign: Campaign
     actor: AbstractBaseUser
     turn: Turn | None = None
+    # The GM's tool_use this call answers (blank for the REST API and the page).
+    tool_use_id: str = ""
     created: list[str] = field(default_factory=list)
     _creatures: dict[int, Creature] = field(default_factory=dict, repr=False)
     _resolved: dict[str, Any] = field(default_factory=dict, repr=False)

@@ -37,6 +37,7 @@ def dice_roll_show(
     rolls: list[dict[str, Any]],
     turn: Turn | None = None,
     by_gm: bool = False,
+    tool_use_id: str = "",
 ) -> DiceRoll:
     """Keep what `roll` said in the feed and show it to every client (`dice_rolled`): one roll,
     or under advantage (the higher total kept) or disadvantage (the lower) two of one formula."""
@@ -54,6 +55,7 @@ def dice_roll_show(
         discarded=other[0]["rolls"] if other else [],
         modifier=kept["modifier"],
         total=kept["total"],
+        tool_use_id=tool_use_id,
     )
 
 

@@ -416,11 +416,21 @@ class DiceRoll(models.Model):
     discarded = models.JSONField(default=list, blank=True)
     modifier = models.IntegerField(default=0)
     total = models.IntegerField()
+    # The GM's `roll_dice` call that made it: a round re-run after a crash finds its roll here
+    # and reuses it, so the table never sees the dice rolled twice for one call.
+    tool_use_id = models.CharField(max_length=64, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["created_at", "id"]
         indexes = [models.Index(fields=["campaign", "created_at"], name="roll_campaign_idx")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["turn", "tool_use_id"],
+                condition=~models.Q(tool_use_id=""),
+                name="roll_once_per_tool_use",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.formula} = {self.total}"

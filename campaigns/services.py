@@ -193,6 +193,7 @@ def dice_roll_record(
     total: int,
     turn: Turn | None = None,
     by_gm: bool = False,
+    tool_use_id: str = "",
 ) -> DiceRoll:
     """Put a roll in the feed and show it to every client (`dice_rolled`). The dice are rolled
     by the caller (`ai_tools.dice`, the one dice logic); this only keeps what they said."""
@@ -205,7 +206,7 @@ def dice_roll_record(
         "total": total,
     }
     roll = DiceRoll.objects.create(
-        campaign=campaign, turn=turn, author=author, by_gm=by_gm, **shown
+        campaign=campaign, turn=turn, author=author, by_gm=by_gm, tool_use_id=tool_use_id, **shown
     )
     data = {
         "id": roll.pk,

@@ -126,18 +126,23 @@ class TurnSession:
         self.step()
         read = registry.read_tool(name)
         if read is not None:
-            return self._read(read, input)
+            return self._read(read, input, tool_use_id)
         return self._recorded(tool_use_id) or self._write(name, input, model, tool_use_id)
 
-    def _tool_context(self) -> ToolContext:
-        return ToolContext(campaign=self.context.campaign, actor=self.turn.actor, turn=self.turn)
+    def _tool_context(self, tool_use_id: str = "") -> ToolContext:
+        return ToolContext(
+            campaign=self.context.campaign,
+            actor=self.turn.actor,
+            turn=self.turn,
+            tool_use_id=tool_use_id,
+        )
 
-    def _read(self, tool: ReadTool, input: Any) -> ToolOutcome:
+    def _read(self, tool: ReadTool, input: Any, tool_use_id: str) -> ToolOutcome:
         problem = tool.validate(input)
         if problem is not None:
             return ToolOutcome(False, {"error": f"Invalid input: {problem}"})
         try:
-            return ToolOutcome(True, tool.run(self._tool_context(), input))
+            return ToolOutcome(True, tool.run(self._tool_context(tool_use_id), input))
         except ToolError as exc:
             return ToolOutcome(False, {"error": str(exc)})
 

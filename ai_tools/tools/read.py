@@ -31,6 +31,9 @@ class RollDice(ReadTool):
     schema = obj({"expression": {"type": "string", "maxLength": 20}}, ("expression",))
 
     def run(self, ctx: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
+        earlier = _rolled_before(ctx)
+        if earlier is not None:
+            return earlier
         rolled = roll(data["expression"], random.SystemRandom())
         dice_roll_show(
             campaign=ctx.campaign,
@@ -39,5 +42,22 @@ class RollDice(ReadTool):
             rolls=[rolled],
             turn=ctx.turn,
             by_gm=True,
+            tool_use_id=ctx.tool_use_id,
         )
         return rolled
+
+
+def _rolled_before(ctx: ToolContext) -> dict[str, Any] | None:
+    """What the dice said for this very tool_use on an earlier attempt of the turn (a round
+    re-run after a crash): the same answer, not a second roll in the feed."""
+    if ctx.turn is None or not ctx.tool_use_id:
+        return None
+    shown = DiceRoll.objects.filter(turn=ctx.turn, tool_use_id=ctx.tool_use_id).first()
+    if shown is None:
+        return None
+    return {
+        "expression": shown.formula,
+        "rolls": shown.dice,
+        "modifier": shown.modifier,
+        "total": shown.total,
+    }

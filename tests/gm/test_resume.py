@@ -1,6 +1,7 @@
 """A turn's transcript is stored round by round, and a turn whose worker died resumes from it:
 stored rounds are never asked of the model again, and each tool_use runs once."""
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -249,3 +250,30 @@ def test_a_turn_cancelled_while_queued_to_resume_says_what_it_did(world, monkeyp
     assert calls(turn) == [("modify_creature", "scripted-1", "committed")]
     run_gm_tasks()  # its resume task finds nothing to run
     assert calls(turn) == [("modify_creature", "scripted-1", "committed")]
+
+
+def test_a_gm_roll_in_a_rerun_round_is_the_first_attempts_roll(
+    world, claude, monkeypatch, run_gm_tasks
+):
+    """The dice are rolled once per tool_use: the round re-run after a crash between its two
+    calls reads back the roll the table already saw, not a second roll with other dice."""
+    from campaigns.models import DiceRoll
+
+    dice = ("tool_use", ("roll_dice", {"expression": "1d100"}))
+    attack = ("tool_use", ("modify_creature", {"creature_id": world.goblin.pk, "hp_delta": -1}))
+    claude.reply(dice, attack)
+    claude.reply(("text", ["The dice have spoken."]))
+    turn = submit(world, "I roll for it.")
+    crash_once(monkeypatch, "call_tool", after=True)  # dies after the roll, before the attack
+    run_until_crash(turn)
+    [first] = DiceRoll.objects.filter(turn=turn)
+    lease_runs_out(turn)
+    turn_watch(turn_id=turn.pk, attempt=1)
+    run_gm_tasks()
+
+    turn.refresh_from_db()
+    assert turn.status == Turn.Status.COMPLETED
+    assert list(DiceRoll.objects.filter(turn=turn)) == [first]
+    told = claude.requests[-1]["messages"][-1]["content"][0]
+    assert told["is_error"] is False
+    assert json.loads(told["content"])["rolls"] == first.dice
