@@ -206,9 +206,10 @@ function announceMoves() {
 
 function render(fresh) {
   state = fresh;
+  // A move the server has answered is the state's business from then on: its event, or a
+  // later one (an undo, someone else's move), says where the token is.
   for (const [id, cell] of pending) {
-    const c = state.creatures.find((row) => row.id === id);
-    if (!c || (cell.sent && c.x === cell.x && c.y === cell.y)) pending.delete(id);
+    if (cell.sent || !state.creatures.some((c) => c.id === id)) pending.delete(id);
   }
   size = gridSize();
   drawGround();
@@ -261,7 +262,9 @@ async function move(id, x, y) {
     myMoves.push({ invocation: body.invocation, name: `${c.name} to ${x},${y}` });
     myMoves.splice(0, myMoves.length - UNDO_KEEP);
     refreshUndo();
-    if (pending.has(id)) pending.get(id).sent = true;
+    const now = creature(id);
+    if (now && now.x === x && now.y === y) pending.delete(id); // its event came first
+    else if (pending.has(id)) pending.get(id).sent = true;
     statusLine.textContent = `${c.name} moves to ${x},${y}.`;
   } catch (error) {
     pending.delete(id);
