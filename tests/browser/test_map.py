@@ -8,9 +8,17 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from audit.models import InvocationOrigin, ToolInvocation
+from audit.services import invocation_revert
 from campaigns.models import Creature
-from tests.browser.support import chromium, open_table, screenshot, signed_in_page
+from tests.browser.support import (
+    chromium,
+    open_table,
+    outside_the_browser_loop,
+    screenshot,
+    signed_in_page,
+)
 from tests.conftest import World, commit
+from tests.realtime.conftest import redis_only
 
 pytestmark = pytest.mark.browser
 
@@ -132,3 +140,57 @@ def test_the_owner_sees_through_the_fog_moves_a_monster_and_the_active_combatant
         screenshot(owner, "map-owner-combat.png")
     world.goblin.refresh_from_db()
     assert (world.goblin.x, world.goblin.y) == (3, 2)
+
+
+def test_on_a_phone_a_tap_selects_the_token_and_a_tap_on_a_cell_moves_it(
+    live_world: World, asgi_server: str
+):
+    world = live_world
+    with chromium() as browser:
+        phone = browser.new_context(
+            base_url=asgi_server,
+            viewport={"width": 390, "height": 844},
+            has_touch=True,
+            is_mobile=True,
+            reduced_motion="reduce",  # tokens jump instead of gliding: the screenshot is final
+        ).new_page()
+        phone.goto("/accounts/login/")
+        phone.get_by_label("Username").fill(world.player.username)
+        phone.get_by_label("Password").fill("pw-" + world.player.username)
+        phone.get_by_role("button", name="Sign in").click()
+        open_table(phone, world.campaign.pk)
+        hero = token(phone, world.hero)
+        hero.scroll_into_view_if_needed()
+        box = hero.bounding_box()
+        phone.touchscreen.tap(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        expect(hero).to_have_attribute("aria-pressed", "true")
+        phone.touchscreen.tap(*cell_centre(phone, 3, 2))
+        expect_at(phone, world.hero, 3, 2, "20 of 24")
+        expect(hero).to_have_attribute("aria-pressed", "false")
+        width = phone.evaluate("document.documentElement.scrollWidth")
+        assert width == 390  # the map fits: the page does not scroll sideways
+        screenshot(phone, "map-phone.png")
+    world.hero.refresh_from_db()
+    assert (world.hero.x, world.hero.y) == (3, 2)
+
+
+@redis_only  # the GM's calls are made in this process; the server's sockets hear them via Redis
+def test_fog_the_gm_reveals_and_its_undo_redraw_the_map_live(live_world: World, asgi_server: str):
+    world = live_world
+    commit(world, "reveal_fog", {"cells": [[1, 1]]})
+    with chromium() as browser:
+        player = signed_in_page(browser, asgi_server, world.player.username)
+        open_table(player, world.campaign.pk)
+        goblin = token(player, world.goblin)
+        expect(goblin).to_be_hidden()
+        reveal = outside_the_browser_loop(
+            lambda: commit(world, "reveal_fog", {"cells": [[5, 5], [5, 4]]})
+        )
+        expect(goblin).to_be_visible()
+        outside_the_browser_loop(
+            lambda: invocation_revert(
+                campaign_id=world.campaign.pk, invocation_id=reveal.pk, user=world.owner
+            )
+        )
+        expect(goblin).to_be_hidden()
+        expect(player.locator("#map mask rect[fill=black]")).to_have_count(1)
