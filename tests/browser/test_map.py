@@ -5,6 +5,7 @@ what the GM has not revealed; nobody drags what is not theirs."""
 import re
 
 import pytest
+from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Page, expect
 
 from audit.models import InvocationOrigin, ToolInvocation
@@ -138,6 +139,10 @@ def test_the_owner_sees_through_the_fog_moves_a_monster_and_the_active_combatant
         expect(token(player, world.goblin)).to_be_visible()  # out of the fog now
         expect_at(player, world.goblin, 3, 2, "7 of 7, acting now")
         screenshot(owner, "map-owner-combat.png")
+        for page in (owner, player):
+            violations = Axe().run(page, context="#map").response["violations"]
+            serious = [v["id"] for v in violations if v["impact"] in ("serious", "critical")]
+            assert serious == []
     world.goblin.refresh_from_db()
     assert (world.goblin.x, world.goblin.y) == (3, 2)
 

@@ -4,9 +4,11 @@ whether this person runs the table (drags any token) or drags only their own PC.
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
+from django.contrib.staticfiles import finders
 
 from tests.conftest import World, commit, signed_in
 
@@ -62,3 +64,12 @@ def test_the_owner_and_co_gms_drag_any_token_players_only_their_own_pc(
     controlled = {c["id"]: c["controlled_by_id"] for c in table_data(html)["state"]["creatures"]}
     assert controlled[world.hero.pk] == world.player.pk
     assert controlled[world.ally.pk] == world.other.pk
+
+
+@pytest.mark.parametrize("path", ["css/map.css", "js/map.js"])
+def test_the_maps_assets_load_nothing_from_elsewhere(path: str):
+    source = Path(finders.find(path)).read_text(encoding="utf-8")
+    source = source.replace('"http://www.w3.org/2000/svg"', "")  # a namespace name, not a fetch
+    assert not re.search(r"https?://|@import|url\(\s*['\"]?//", source)
+    imports = re.findall(r'^import .* from "([^"]+)";$', source, re.M)
+    assert all(module.startswith("./") for module in imports)
