@@ -90,6 +90,10 @@ def test_a_drag_a_keyboard_move_and_their_undos_reach_both_players_live(
         player.keyboard.press("ArrowRight")
         for page in (player, other):
             expect_at(page, hero, 5, 3, "20 of 24")
+        player.keyboard.press("Enter")
+        expect(token(player, hero)).to_have_attribute("aria-pressed", "true")
+        player.keyboard.press("Escape")
+        expect(token(player, hero)).to_have_attribute("aria-pressed", "false")
 
         drag(other, hero, (0, 4))  # not theirs: nothing happens
         expect_at(other, hero, 5, 3, "20 of 24")
