@@ -91,7 +91,7 @@ def campaign_state(campaign: Campaign) -> dict[str, Any]:
             "turn_index",
             "order",
         ),
-        "fog": _rows(FogCell.objects.filter(campaign_id=cid), "x", "y"),
+        "fog": _rows(FogCell.objects.filter(campaign_id=cid), "id", "x", "y"),
         "memories": _rows(GMMemory.objects.filter(campaign_id=cid), "id", "key", "content"),
         "achievements": _rows(Achievement.objects.filter(campaign_id=cid), "id", "user_id", "code"),
         "episodes": [

@@ -26,6 +26,7 @@ from campaigns.selectors import (
     turn_rolls,
 )
 from gm.services import STOPPABLE
+from web.api.permissions import token_movers
 
 FEED_TURNS = 50
 FEED_ROLLS = 50
@@ -327,5 +328,6 @@ def table(*, campaign: Campaign, user: Any) -> dict[str, Any]:
             "seq": seq,
             "state": state,
             "people": people,
+            "map": token_movers(campaign=campaign, user=user),
         },
     }

@@ -82,6 +82,7 @@ const COLLECTIONS = {
   resource: "resources",
   item: "items",
   encounter: "encounters",
+  fog: "fog",
 };
 const CAMPAIGN_KEYS = {
   current_chapter_id: "current_chapter",
@@ -120,9 +121,9 @@ function applyChanges(changes) {
   if (!faithful) resync();
 }
 
-const hpPercent = (c) => (c.max_hp > 0 ? Math.round((100 * c.hp) / c.max_hp) : 0);
+export const hpPercent = (c) => (c.max_hp > 0 ? Math.round((100 * c.hp) / c.max_hp) : 0);
 
-function hpBand(c) {
+export function hpBand(c) {
   if (c.hp <= 0) return "down";
   const percent = hpPercent(c);
   return percent > 50 ? "ok" : percent > 25 ? "hurt" : "critical";
@@ -242,10 +243,19 @@ function renderScene() {
   $("#scene .banner-complete").hidden = campaign.status !== "completed";
 }
 
+// Other views of the board (map.js) are redrawn from the same state, after the page's own.
+const boardViews = [];
+
+export function onBoard(view) {
+  boardViews.push(view);
+  view(state);
+}
+
 function renderBoard() {
   renderScene();
   renderCombat();
   renderRosters();
+  for (const view of boardViews) view(state);
 }
 
 // ---- the feed ------------------------------------------------------------------------------

@@ -7,8 +7,10 @@ view wraps its checks in `recording_denials` and every 403 leaves a `SecurityEve
 
 from typing import Any
 
+from guardian.core import ObjectPermissionChecker
+
 from audit.models import SecurityEvent
-from campaigns.models import Campaign
+from campaigns.models import Campaign, Creature
 from campaigns.selectors import is_member
 from core.errors import Forbidden
 
@@ -49,4 +51,32 @@ def require_may_create_creature(
             kind=SecurityEvent.Kind.ADMIN_DENIED,
             campaign=campaign,
             target="creature_create",
+        )
+
+
+def runs_table(*, campaign: Campaign, user: Any) -> bool:
+    """The owner and the co-GMs (members holding `revert_any_turn`) run the table: their hand
+    moves any token. The owner costs no query."""
+    if user.pk == campaign.owner_id:
+        return True
+    return ObjectPermissionChecker(user).has_perm("revert_any_turn", campaign)
+
+
+def token_movers(*, campaign: Campaign, user: Any) -> dict[str, Any]:
+    """The facts the map decides a token's draggability from, for the page's script: whether
+    this person runs the table, and who they are (a player drags their own PC)."""
+    return {"gm": runs_table(campaign=campaign, user=user), "user": user.pk}
+
+
+def require_may_move_token(*, campaign: Campaign, user: Any, creature: Creature) -> None:
+    """A player moves their own PC; the owner and co-GMs move any token. The rule the map's
+    drag follows (`token_movers`); the GM's own `move_token` calls are not people's moves."""
+    require_member(campaign=campaign, user=user, action="move_token")
+    own_pc = creature.kind == Creature.Kind.PC and creature.controlled_by_id == user.pk
+    if not own_pc and not runs_table(campaign=campaign, user=user):
+        raise Forbidden(
+            "Players may only move their own character's token.",
+            kind=SecurityEvent.Kind.TOOL_CALL_DENIED,
+            campaign=campaign,
+            target=f"creature:{creature.pk}",
         )

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from web.api import auth, rolls, turns, views
+from web.api import auth, rolls, tokens, turns, views
 
 CAMPAIGN = "campaigns/<uuid:campaign_id>/"
 TURN = CAMPAIGN + "turns/<int:turn_id>/"
@@ -19,6 +19,11 @@ urlpatterns = [
         CAMPAIGN + "creatures/<int:creature_id>/resources/",
         views.ResourceCreateView.as_view(),
         name="api-resources",
+    ),
+    path(
+        CAMPAIGN + "creatures/<int:creature_id>/move/",
+        tokens.TokenMoveView.as_view(),
+        name="api-token-move",
     ),
     path(CAMPAIGN + "chapters/", views.ChapterCreateView.as_view(), name="api-chapters"),
     path(CAMPAIGN + "dungeons/", views.DungeonCreateView.as_view(), name="api-dungeons"),
