@@ -127,7 +127,8 @@ def tool_stats(
 
 
 def revert_rate_by(rows: list[dict[str, Any]], key: str) -> list[tuple[str, float, int]]:
-    """Fold `tool_stats` rows by "model" or "tool_name": (name, revert rate, calls that ran)."""
+    """Fold `tool_stats` rows by "model" or "tool_name": (name, revert rate, calls that ran),
+    leaving out names none of whose calls ran (a rate of nothing)."""
     totals: dict[str, list[int]] = {}
     for row in rows:
         reverted_ran = totals.setdefault(row[key], [0, 0])
@@ -136,6 +137,7 @@ def revert_rate_by(rows: list[dict[str, Any]], key: str) -> list[tuple[str, floa
     return [
         (name, revert_rate(reverted, ran - reverted), ran)
         for name, (reverted, ran) in sorted(totals.items())
+        if ran
     ]
 
 

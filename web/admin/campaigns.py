@@ -129,11 +129,15 @@ class CampaignAdmin(ReadOnlyMixin, LogReaderMixin, admin.ModelAdmin):
     def log(self, campaign: Campaign) -> SafeString:
         invocations = reverse("admin:audit_toolinvocation_changelist")
         turns = reverse("admin:campaigns_turn_changelist")
+        analytics = reverse("admin:audit_toolinvocation_analytics")
         return format_html(
-            '<a href="{}?campaign={}">Tool invocations</a> · <a href="{}?campaign={}">Turns</a>',
+            '<a href="{}?campaign={}">Tool invocations</a> · <a href="{}?campaign={}">Turns</a>'
+            ' · <a href="{}?campaign={}">Analytics</a>',
             invocations,
             campaign.pk,
             turns,
+            campaign.pk,
+            analytics,
             campaign.pk,
         )
 
