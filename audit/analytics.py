@@ -1,11 +1,11 @@
 """How each model and tool fares at the table: counts read from the invocation log.
 
-One grouped query per question, each an index range scan of the rows it counts (the log's
-covering indexes lead with the campaign, or with `created_at` for the whole log since a date), so
-the cost follows the rows asked about, not the length of the log. A row counts where it stands
-now (a call later undone counts as reverted); `approved` counts the chained status transitions out
-of `awaiting_approval` to anything but a refusal, since an approved call's row moves on to its
-outcome and keeps no status of its own that says it was approved.
+One grouped query per question, each an index-only scan of the rows it counts (the log's
+`inv_analytics_idx` leads with the campaign, `inv_analytics_all_idx` serves the whole log), so a
+campaign's or a window's cost follows the rows asked about, not the length of the log. A row
+counts where it stands now (a call later undone counts as reverted); `approved` counts the
+chained status transitions out of `awaiting_approval` to anything but a refusal, since an
+approved call's row moves on to its outcome and keeps no status that says it was approved.
 """
 
 from collections.abc import Iterable
