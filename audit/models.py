@@ -102,6 +102,28 @@ class ToolInvocation(Revertible):
             models.Index(fields=["tool_name", "-created_at"], name="inv_tool_created_idx"),
             models.Index(fields=["model", "-created_at"], name="inv_model_created_idx"),
             models.Index(fields=["source", "-created_at"], name="inv_source_created_idx"),
+            # Analytics (audit/analytics.py): the grouped counts read only these columns, in
+            # group order, so they are index-only scans of the rows asked about, per campaign
+            # or over the whole log.
+            models.Index(
+                fields=["campaign", "model", "tool_name", "status", "created_at"],
+                name="inv_analytics_idx",
+            ),
+            models.Index(
+                fields=["model", "tool_name", "status", "created_at"], name="inv_analytics_all_idx"
+            ),
+            # Adaptive approval (audit/approval.py): a (model, tool) pair's last N calls that
+            # ran, in the campaign (by sequence) and across campaigns (by commit time).
+            models.Index(
+                fields=["campaign", "model", "tool_name", "-sequence"],
+                condition=models.Q(status__in=["committed", "reverted"]),
+                name="inv_adaptive_idx",
+            ),
+            models.Index(
+                fields=["model", "tool_name", "-committed_at"],
+                condition=models.Q(status__in=["committed", "reverted"]),
+                name="inv_adaptive_global_idx",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -134,6 +156,14 @@ class StatusTransition(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["campaign", "after_sequence", "ordinal"], name="transition_link_unique"
+            )
+        ]
+        indexes = [
+            # The approvals the analytics count: few links among many reverts.
+            models.Index(
+                fields=["campaign"],
+                condition=models.Q(from_status="awaiting_approval"),
+                name="transition_approval_idx",
             )
         ]
 

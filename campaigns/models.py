@@ -35,6 +35,9 @@ class Campaign(models.Model):
         NONE = "none"
         CRITICAL = "critical"
         CRITICAL_AND_HIGH = "critical_and_high"
+        # Critical calls, and any (model, tool) pair whose recent calls keep being undone
+        # (audit.approval.adaptive_approval_reason).
+        ADAPTIVE = "adaptive"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     name = models.CharField(max_length=200)
@@ -52,10 +55,10 @@ class Campaign(models.Model):
     )
     scene = models.TextField(blank=True, default="")
     location = models.CharField(max_length=200, blank=True, default="")
-    # Human in the loop is a later issue; until its pause/resume lands, nothing is held back, so
-    # the API and the admin accept only `none` (campaigns.validators).
+    # Which tool calls wait for a human (SPEC §5); changed only by `campaign_set_approval_policy`,
+    # which logs each change (ApprovalPolicyChange).
     approval_policy = models.CharField(
-        max_length=24, choices=ApprovalPolicy.choices, default=ApprovalPolicy.NONE
+        max_length=24, choices=ApprovalPolicy.choices, default=ApprovalPolicy.CRITICAL
     )
     # Last realtime event number handed out (SPEC §7); advanced under the campaign row lock.
     event_seq = models.BigIntegerField(default=0, editable=False)
@@ -86,6 +89,30 @@ class Revertible(models.Model):
 
     class Meta:
         abstract = True
+
+
+class ApprovalPolicyChange(models.Model):
+    """Who changed a campaign's approval policy, from what to what, when, and through which
+    surface: how much a table trusts its AI is a decision people look back on."""
+
+    class Via(models.TextChoices):
+        API = "api"
+        ADMIN = "admin"
+        PAGE = "page"
+
+    campaign = campaign_key("policy_changes")
+    by = user_reference(on_delete=models.SET_NULL)
+    from_policy = models.CharField(max_length=24, choices=Campaign.ApprovalPolicy.choices)
+    to_policy = models.CharField(max_length=24, choices=Campaign.ApprovalPolicy.choices)
+    via = models.CharField(max_length=8, choices=Via.choices)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["campaign", "-at"], name="policy_change_campaign_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.from_policy} → {self.to_policy}"
 
 
 class CampaignUserObjectPermission(UserObjectPermissionBase):

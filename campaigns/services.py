@@ -7,6 +7,7 @@ from django.db import transaction
 from guardian.shortcuts import assign_perm, remove_perm
 
 from campaigns.models import (
+    ApprovalPolicyChange,
     Campaign,
     Chapter,
     ChatMessage,
@@ -36,6 +37,27 @@ def campaign_create(*, owner: Any, name: str, approval_policy: str | None = None
     assign_perm(REVERT_ANY_TURN, owner, campaign)
     Episode.objects.create(campaign=campaign, number=1)
     return campaign
+
+
+@transaction.atomic
+def campaign_set_approval_policy(
+    *, campaign: Campaign, by: Any, policy: str, via: str
+) -> ApprovalPolicyChange | None:
+    """Set which tool calls wait for a human, and log who changed it from what to what. The
+    campaign row is locked, so two changes at once are logged in the order they took effect;
+    setting the policy it already has changes and logs nothing (None)."""
+    if policy not in Campaign.ApprovalPolicy.values:
+        choices = ", ".join(Campaign.ApprovalPolicy.values)
+        raise InvalidInput(f"approval_policy must be one of {choices}; got {policy!r}.")
+    before = Campaign.objects.select_for_update().values_list("approval_policy", flat=True)
+    current = before.get(pk=campaign.pk)
+    campaign.approval_policy = policy
+    if current == policy:
+        return None
+    Campaign.objects.filter(pk=campaign.pk).update(approval_policy=policy)
+    return ApprovalPolicyChange.objects.create(
+        campaign=campaign, by=by, from_policy=current, to_policy=policy, via=via
+    )
 
 
 @transaction.atomic

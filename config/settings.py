@@ -319,6 +319,16 @@ if GM_LEASE_SECONDS < 1 or GM_MAX_ATTEMPTS < 1:
 # Seconds the scripted GM waits before each round, as a model would (benchmarks, process tests).
 GM_SCRIPTED_DELAY = float(os.environ.get("GM_SCRIPTED_DELAY", "0"))
 
+# Adaptive approval (audit/approval.py): under the `adaptive` policy, a (model, tool) pair whose
+# last APPROVAL_ADAPTIVE_WINDOW calls that ran were undone at a rate of at least
+# APPROVAL_ADAPTIVE_THRESHOLD needs approval whatever the tool's tier.
+APPROVAL_ADAPTIVE_WINDOW = int(os.environ.get("APPROVAL_ADAPTIVE_WINDOW", "20"))
+APPROVAL_ADAPTIVE_THRESHOLD = float(os.environ.get("APPROVAL_ADAPTIVE_THRESHOLD", "0.25"))
+if APPROVAL_ADAPTIVE_WINDOW < 1 or not 0 < APPROVAL_ADAPTIVE_THRESHOLD <= 1:
+    raise ImproperlyConfigured(
+        "APPROVAL_ADAPTIVE_WINDOW must be at least 1 and APPROVAL_ADAPTIVE_THRESHOLD in (0, 1]."
+    )
+
 # Background work (SPEC §2): GM turns run in worker processes (`manage.py db_worker`, the
 # Procfile's `worker:`), which claim jobs from this database; any number of them, on any number
 # of machines, against one PostgreSQL.

@@ -21,5 +21,6 @@ urlpatterns = [
     path("accounts/signup/", views.signup, name="signup"),
     path("campaigns/", views.campaign_list, name="campaign_list"),
     path("campaigns/<uuid:campaign_id>/", views.campaign_detail, name="campaign_detail"),
+    path("campaigns/<uuid:campaign_id>/policy/", views.campaign_policy, name="campaign_policy"),
     path("campaigns/<uuid:campaign_id>/feed/", views.campaign_feed, name="campaign_feed"),
 ]

@@ -12,15 +12,18 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from campaigns.models import Campaign
+from audit.permissions import recording_denials
+from campaigns.models import ApprovalPolicyChange, Campaign
 from campaigns.selectors import campaign_get_for_member, campaign_list_for_member
-from campaigns.services import campaign_create
-from core.errors import NotFound
+from campaigns.services import campaign_create, campaign_set_approval_policy
+from core.api.base import client_ip
+from core.errors import Forbidden, NotFound
 from web import presenters
 from web.accounts import SignupRateThrottle, too_many
-from web.forms import CampaignForm
+from web.api.permissions import require_owner
+from web.forms import ApprovalPolicyForm, CampaignForm
 
 # A turn's or roll's id as the URL converters take it: ASCII digits only (str.isdigit also takes
 # "²", which int() refuses), and short enough for a bigint.
@@ -55,7 +58,7 @@ def signup(request: HttpRequest) -> HttpResponse:
 def campaign_list(request: HttpRequest) -> HttpResponse:
     form = CampaignForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        campaign = campaign_create(owner=request.user, name=form.cleaned_data["name"])
+        campaign = campaign_create(owner=request.user, **form.cleaned_data)
         return redirect("campaign_detail", campaign_id=campaign.pk)
     campaigns = campaign_list_for_member(user=request.user)
     return render(request, "campaigns/list.html", {"campaigns": campaigns, "form": form})
@@ -66,7 +69,32 @@ def campaign_list(request: HttpRequest) -> HttpResponse:
 def campaign_detail(request: HttpRequest, campaign_id: Any) -> HttpResponse:
     campaign = _member_campaign(request, campaign_id)
     context = presenters.table(campaign=campaign, user=request.user)
+    if campaign.owner_id == request.user.pk:
+        policy = {"approval_policy": campaign.approval_policy}
+        context["policy_form"] = ApprovalPolicyForm(initial=policy)
     return render(request, "campaigns/detail.html", context)
+
+
+@login_required
+@require_POST
+def campaign_policy(request: HttpRequest, campaign_id: Any) -> HttpResponse:
+    """The owner changes the approval policy from the campaign page; the change is logged."""
+    campaign = _member_campaign(request, campaign_id)
+    try:
+        with recording_denials(user=request.user, ip=client_ip(request)):
+            require_owner(campaign=campaign, user=request.user, action="campaign_set_policy")
+    except Forbidden as exc:
+        return HttpResponse(exc.detail, status=403, content_type="text/plain")
+    form = ApprovalPolicyForm(request.POST)
+    if not form.is_valid():
+        return HttpResponse(form.errors.as_text(), status=400, content_type="text/plain")
+    campaign_set_approval_policy(
+        campaign=campaign,
+        by=request.user,
+        policy=form.cleaned_data["approval_policy"],
+        via=ApprovalPolicyChange.Via.PAGE,
+    )
+    return redirect("campaign_detail", campaign_id=campaign.pk)
 
 
 @login_required

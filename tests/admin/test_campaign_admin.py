@@ -4,8 +4,7 @@ import pytest
 from django.urls import reverse
 
 from audit.models import ToolInvocation
-from campaigns.models import Campaign
-from campaigns.validators import APPROVAL_UNAVAILABLE
+from campaigns.models import ApprovalPolicyChange, Campaign
 from tests.admin.conftest import call, move
 from tests.conftest import make_user
 
@@ -24,7 +23,13 @@ def test_campaign_page_shows_members_creatures_resources_and_inventory(staff_cli
     titles = [
         inline.opts.verbose_name_plural for inline in response.context["inline_admin_formsets"]
     ]
-    assert titles == ["memberships", "creatures", "resources", "inventory"]
+    assert titles == [
+        "memberships",
+        "creatures",
+        "resources",
+        "inventory",
+        "approval policy changes",
+    ]
     assert f"?campaign={world.campaign.pk}" in html
 
 
@@ -53,27 +58,46 @@ def test_a_superuser_may_rename_but_not_add_or_delete(client, world):
 
 
 @pytest.mark.parametrize(
-    "policy", [p for p in Campaign.ApprovalPolicy.values if p != Campaign.ApprovalPolicy.NONE]
+    "policy", [p for p in Campaign.ApprovalPolicy.values if p != Campaign.ApprovalPolicy.CRITICAL]
 )
-def test_the_form_refuses_a_policy_other_than_none(client, world, policy):
+def test_a_policy_changed_in_the_admin_is_logged_with_who_and_what(client, world, policy):
+    root = make_user("root", is_staff=True, is_superuser=True)
+    client.force_login(root)
+    page = client.get(campaign_url(world.campaign))
+    data = {"name": world.campaign.name, "approval_policy": policy, **_empty_inlines(page)}
+    assert client.post(campaign_url(world.campaign), data).status_code == 302
+    assert Campaign.objects.get(pk=world.campaign.pk).approval_policy == policy
+    change = ApprovalPolicyChange.objects.get()
+    assert (change.by, change.from_policy, change.to_policy, change.via) == (
+        root,
+        "critical",
+        policy,
+        "admin",
+    )
+    html = client.get(campaign_url(world.campaign)).content.decode()
+    assert "Approval policy changes" in html and "root" in html
+
+
+def test_the_form_refuses_an_unknown_policy(client, world):
     client.force_login(make_user("root", is_staff=True, is_superuser=True))
     page = client.get(campaign_url(world.campaign))
-    data = {"name": "Renamed", "approval_policy": policy, **_empty_inlines(page)}
+    data = {"name": "Renamed", "approval_policy": "paranoid", **_empty_inlines(page)}
     response = client.post(campaign_url(world.campaign), data)
     assert response.status_code == 200
-    assert response.context["adminform"].form.errors == {"approval_policy": [APPROVAL_UNAVAILABLE]}
+    assert "approval_policy" in response.context["adminform"].form.errors
     campaign = Campaign.objects.get(pk=world.campaign.pk)
-    assert (campaign.name, campaign.approval_policy) == (world.campaign.name, "none")
+    assert (campaign.name, campaign.approval_policy) == (world.campaign.name, "critical")
+    assert not ApprovalPolicyChange.objects.exists()
 
 
-def test_a_campaign_stored_with_another_policy_keeps_it_and_can_be_renamed(client, world):
-    Campaign.objects.filter(pk=world.campaign.pk).update(approval_policy="critical")
+def test_renaming_leaves_the_policy_and_its_log_alone(client, world):
     client.force_login(make_user("root", is_staff=True, is_superuser=True))
     page = client.get(campaign_url(world.campaign))
     data = {"name": "Renamed", "approval_policy": "critical", **_empty_inlines(page)}
     assert client.post(campaign_url(world.campaign), data).status_code == 302
     campaign = Campaign.objects.get(pk=world.campaign.pk)
     assert (campaign.name, campaign.approval_policy) == ("Renamed", "critical")
+    assert not ApprovalPolicyChange.objects.exists()
 
 
 def _empty_inlines(page):

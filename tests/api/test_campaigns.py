@@ -4,9 +4,8 @@ import pytest
 from guardian.core import ObjectPermissionChecker
 
 from audit.models import SecurityEvent
-from campaigns.models import Campaign, Creature, Resource
+from campaigns.models import ApprovalPolicyChange, Campaign, Creature, Resource
 from campaigns.selectors import campaign_state
-from campaigns.validators import APPROVAL_UNAVAILABLE
 from tests.api.conftest import campaign_url, client_for, dump
 from tests.conftest import make_user
 from web.api.serializers import StateSerializer
@@ -27,23 +26,93 @@ def test_creating_a_campaign_makes_the_caller_its_owner_with_the_revert_grant():
     assert ObjectPermissionChecker(user).has_perm("revert_any_turn", campaign)
 
 
-def test_a_campaign_created_without_a_policy_holds_no_call_back():
+def test_a_campaign_created_without_a_policy_holds_critical_calls_back():
     response = client_for(make_user("gm")).post("/api/campaigns/", {"name": "Ash"}, format="json")
-    assert response.status_code == 201 and response.json()["approval_policy"] == "none"
+    assert response.status_code == 201 and response.json()["approval_policy"] == "critical"
     campaign = Campaign.objects.get(pk=response.json()["id"])
-    assert campaign.approval_policy == Campaign.ApprovalPolicy.NONE
+    assert campaign.approval_policy == Campaign.ApprovalPolicy.CRITICAL
 
 
-@pytest.mark.parametrize(
-    "policy", [p for p in Campaign.ApprovalPolicy.values if p != Campaign.ApprovalPolicy.NONE]
-)
-def test_a_policy_other_than_none_is_refused_until_human_approval_lands(policy):
+@pytest.mark.parametrize("policy", Campaign.ApprovalPolicy.values)
+def test_every_policy_may_be_chosen_at_creation(policy):
     response = client_for(make_user("gm")).post(
         "/api/campaigns/", {"name": "Ash", "approval_policy": policy}, format="json"
     )
+    assert response.status_code == 201 and response.json()["approval_policy"] == policy
+    assert Campaign.objects.get().approval_policy == policy
+    assert not ApprovalPolicyChange.objects.exists()
+
+
+def test_an_unknown_policy_at_creation_is_a_400_naming_the_field():
+    response = client_for(make_user("gm")).post(
+        "/api/campaigns/", {"name": "Ash", "approval_policy": "paranoid"}, format="json"
+    )
     assert response.status_code == 400
-    assert response.json()["detail"] == f"approval_policy: {APPROVAL_UNAVAILABLE}"
+    assert response.json()["detail"] == 'approval_policy: "paranoid" is not a valid choice.'
     assert not Campaign.objects.exists()
+
+
+def test_the_owner_changes_the_policy_and_the_change_is_logged(world, as_owner):
+    response = as_owner.patch(campaign_url(world), {"approval_policy": "adaptive"}, format="json")
+    assert response.status_code == 200 and response.json()["approval_policy"] == "adaptive"
+    assert Campaign.objects.get(pk=world.campaign.pk).approval_policy == "adaptive"
+    change = ApprovalPolicyChange.objects.get()
+    assert (change.campaign, change.by, change.from_policy, change.to_policy, change.via) == (
+        world.campaign,
+        world.owner,
+        "critical",
+        "adaptive",
+        "api",
+    )
+
+
+def test_setting_the_policy_it_already_has_logs_nothing(world, as_owner):
+    response = as_owner.patch(campaign_url(world), {"approval_policy": "critical"}, format="json")
+    assert response.status_code == 200
+    assert not ApprovalPolicyChange.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("body", "detail"),
+    [
+        ({"approval_policy": "paranoid"}, 'approval_policy: "paranoid" is not a valid choice.'),
+        ({}, "approval_policy: This field is required."),
+        ({"approval_policy": "none", "name": "x"}, "name: Unknown field."),
+    ],
+)
+def test_a_bad_policy_change_is_a_400_and_changes_nothing(world, as_owner, body, detail):
+    response = as_owner.patch(campaign_url(world), body, format="json")
+    assert response.status_code == 400 and response.json()["detail"] == detail
+    assert Campaign.objects.get(pk=world.campaign.pk).approval_policy == "critical"
+    assert not ApprovalPolicyChange.objects.exists()
+
+
+@pytest.mark.parametrize("who", ["player", "cogm", "staff"])
+def test_members_and_staff_who_do_not_own_it_may_not_change_the_policy(world, staff, who):
+    user = staff if who == "staff" else getattr(world, who)
+    response = client_for(user).patch(
+        campaign_url(world), {"approval_policy": "none"}, format="json"
+    )
+    assert response.status_code == 403
+    event = SecurityEvent.objects.get()
+    assert (event.user, event.campaign, event.target) == (
+        user,
+        world.campaign,
+        "campaign_set_policy",
+    )
+    assert Campaign.objects.get(pk=world.campaign.pk).approval_policy == "critical"
+    assert not ApprovalPolicyChange.objects.exists()
+
+
+@pytest.mark.parametrize("who", ["outsider", None])
+def test_strangers_get_404_and_anonymous_401_on_a_policy_change(world, who):
+    user = getattr(world, who) if who else None
+    response = client_for(user).patch(
+        campaign_url(world), {"approval_policy": "none"}, format="json"
+    )
+    assert response.status_code == (404 if user else 401)
+    assert Campaign.objects.get(pk=world.campaign.pk).approval_policy == "critical"
+    assert not SecurityEvent.objects.exists() and not ApprovalPolicyChange.objects.exists()
 
 
 def test_the_list_holds_only_the_callers_campaigns(world):

@@ -8,7 +8,6 @@ with it. Turns are read-only; "Undo turn" goes through `turn_undo` like the API.
 
 from typing import Any
 
-from django import forms
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -18,6 +17,7 @@ from django.utils.safestring import SafeString
 
 from audit.models import ToolInvocation
 from campaigns.models import (
+    ApprovalPolicyChange,
     Campaign,
     ChatMessage,
     Creature,
@@ -26,7 +26,7 @@ from campaigns.models import (
     Resource,
     Turn,
 )
-from campaigns.validators import approval_policy_available
+from campaigns.services import campaign_set_approval_policy
 from web.admin import display
 from web.admin.filters import CampaignFilter, StatusFilter
 from web.admin.pagination import EstimatedCountPaginator
@@ -81,19 +81,16 @@ class InventoryInline(ReadOnlyInline):
     verbose_name_plural = "inventory"
 
 
-class CampaignAdminForm(forms.ModelForm):
-    def clean_approval_policy(self) -> str:
-        """A policy set here must be one that is honoured; a campaign stored with another
-        before human approval was refused keeps it, so renaming such a campaign still works."""
-        policy = self.cleaned_data["approval_policy"]
-        if "approval_policy" in self.changed_data:
-            approval_policy_available(policy)
-        return policy
+class PolicyChangeInline(ReadOnlyInline):
+    model = ApprovalPolicyChange
+    fields = ("at", "by", "from_policy", "to_policy", "via")
+    related = ("by",)
+    ordering = ("-at", "-id")
+    verbose_name_plural = "approval policy changes"
 
 
 @admin.register(Campaign)
 class CampaignAdmin(ReadOnlyMixin, LogReaderMixin, admin.ModelAdmin):
-    form = CampaignAdminForm
     changeable = True  # the name and the approval policy only: the rest is in readonly_fields
     list_display = ("name", "owner", "status", "approval_policy", "created")
     list_select_related = ("owner",)
@@ -116,7 +113,13 @@ class CampaignAdmin(ReadOnlyMixin, LogReaderMixin, admin.ModelAdmin):
         "log",
     )
     readonly_fields = tuple(f for f in fields if f not in ("name", "approval_policy"))
-    inlines = (MembershipInline, CreatureInline, ResourceInline, InventoryInline)
+    inlines = (
+        MembershipInline,
+        CreatureInline,
+        ResourceInline,
+        InventoryInline,
+        PolicyChangeInline,
+    )
     created = display.time_column("created_at", "created")
 
     class Media:
@@ -126,18 +129,32 @@ class CampaignAdmin(ReadOnlyMixin, LogReaderMixin, admin.ModelAdmin):
     def log(self, campaign: Campaign) -> SafeString:
         invocations = reverse("admin:audit_toolinvocation_changelist")
         turns = reverse("admin:campaigns_turn_changelist")
+        analytics = reverse("admin:audit_toolinvocation_analytics")
         return format_html(
-            '<a href="{}?campaign={}">Tool invocations</a> · <a href="{}?campaign={}">Turns</a>',
+            '<a href="{}?campaign={}">Tool invocations</a> · <a href="{}?campaign={}">Turns</a>'
+            ' · <a href="{}?campaign={}">Analytics</a>',
             invocations,
             campaign.pk,
             turns,
+            campaign.pk,
+            analytics,
             campaign.pk,
         )
 
     def save_model(self, request: HttpRequest, obj: Campaign, form: Any, change: bool) -> None:
         """Write only the fields the form changed: tools and the event counter change the
-        campaign row concurrently, and a full save would put back what this page read."""
-        obj.save(update_fields=form.changed_data)
+        campaign row concurrently, and a full save would put back what this page read. The
+        policy goes through the service that logs the change."""
+        changed = [name for name in form.changed_data if name != "approval_policy"]
+        if changed:
+            obj.save(update_fields=changed)
+        if "approval_policy" in form.changed_data:
+            campaign_set_approval_policy(
+                campaign=obj,
+                by=request.user,
+                policy=form.cleaned_data["approval_policy"],
+                via=ApprovalPolicyChange.Via.ADMIN,
+            )
 
 
 class ChatMessageInline(ReadOnlyInline):

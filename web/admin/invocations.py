@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
-from django.urls import reverse
+from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
@@ -18,6 +18,7 @@ from audit.models import ToolInvocation
 from campaigns.models import Campaign
 from campaigns.selectors import creature_names_in
 from web.admin import display
+from web.admin.analytics import analytics_page
 from web.admin.filters import (
     CampaignFilter,
     ModelFilter,
@@ -124,6 +125,17 @@ class ToolInvocationAdmin(
 
     class Media:
         css = {"all": ["audit/admin.css"]}
+
+    def get_urls(self) -> list:
+        """The analytics page sits beside the log it counts (before the object routes)."""
+        view = self.admin_site.admin_view(self.analytics_view)
+        return [
+            path("analytics/", view, name="audit_toolinvocation_analytics"),
+            *super().get_urls(),
+        ]
+
+    def analytics_view(self, request: HttpRequest) -> Any:
+        return analytics_page(self, request)
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return InvocationChangeList

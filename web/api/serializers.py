@@ -21,7 +21,6 @@ from campaigns.models import (
     reached_choices,
 )
 from campaigns.selectors import campaign_members
-from campaigns.validators import approval_policy_available
 from core.api.base import StrictSerializer
 
 User = get_user_model()
@@ -48,13 +47,22 @@ class UsernameField(serializers.Field):
 # Inputs
 
 
+POLICY_HELP = (
+    "Which tool calls wait for a human: none; critical (the default); critical_and_high; "
+    "adaptive (critical, and any model and tool whose recent calls keep being undone)."
+)
+
+
 class CampaignCreateInput(StrictSerializer):
     name = serializers.CharField(max_length=200)
     approval_policy = serializers.ChoiceField(
-        choices=Campaign.ApprovalPolicy.choices,
-        required=False,
-        validators=[approval_policy_available],
-        help_text='Only "none" until human approval lands; other policies are refused (400).',
+        choices=Campaign.ApprovalPolicy.choices, required=False, help_text=POLICY_HELP
+    )
+
+
+class CampaignUpdateInput(StrictSerializer):
+    approval_policy = serializers.ChoiceField(
+        choices=Campaign.ApprovalPolicy.choices, help_text=POLICY_HELP
     )
 
 

@@ -16,7 +16,7 @@ from rest_framework.response import Response
 from audit.permissions import recording_denials
 from audit.selectors import turn_list
 from campaigns import services
-from campaigns.models import Campaign, Creature
+from campaigns.models import ApprovalPolicyChange, Campaign, Creature
 from campaigns.selectors import (
     campaign_get_visible,
     campaign_list_for_member,
@@ -85,11 +85,30 @@ class CampaignListView(ApiListView):
 
 @extend_schema(tags=["campaigns"])
 class CampaignDetailView(ApiView):
-    """A campaign with its members, their roles and who holds the revert grant."""
+    """A campaign with its members, their roles and who holds the revert grant. Its owner may
+    change its approval policy; every change is logged (who, from, to, when)."""
 
     @extend_schema(responses={200: s.CampaignSerializer, **error_responses()})
     def get(self, request: Request, campaign_id: Any) -> Response:
         return Response(s.CampaignSerializer(visible_campaign(request, campaign_id)).data)
+
+    @extend_schema(
+        summary="Change the approval policy (the owner)",
+        request=s.CampaignUpdateInput,
+        responses={200: s.CampaignSerializer, **error_responses(403)},
+    )
+    def patch(self, request: Request, campaign_id: Any) -> Response:
+        campaign = visible_campaign(request, campaign_id)
+        with recording_denials(user=request.user, ip=client_ip(request)):
+            require_owner(campaign=campaign, user=request.user, action="campaign_set_policy")
+        data = validated(s.CampaignUpdateInput, request.data)
+        services.campaign_set_approval_policy(
+            campaign=campaign,
+            by=request.user,
+            policy=data["approval_policy"],
+            via=ApprovalPolicyChange.Via.API,
+        )
+        return Response(s.CampaignSerializer(campaign).data)
 
 
 @extend_schema(tags=["campaigns"])

@@ -153,3 +153,30 @@ class PlanSerializer(serializers.Serializer):
     conflicts = serializers.ListField(child=serializers.UUIDField())
     conflicting_invocations = PlannedInvocationSerializer(many=True)
     diff = DiffRowSerializer(many=True)
+
+
+class AnalyticsQuery(serializers.Serializer):
+    campaign = serializers.UUIDField(
+        required=False,
+        help_text="One campaign (its owner, or staff); default: every campaign "
+        "the caller may read (staff: all; others: the campaigns they own).",
+    )
+    since = serializers.DateTimeField(
+        required=False, help_text="Only calls made at or after this ISO 8601 date and time."
+    )
+
+
+class ToolStatsSerializer(serializers.Serializer):
+    """One model version's use of one tool. `revert_rate` is reverted / (committed +
+    reverted): the share of the calls that ran which were undone (0 when none ran)."""
+
+    model = serializers.CharField()
+    tool_name = serializers.CharField()
+    calls = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    reverted = serializers.IntegerField()
+    revert_rate = serializers.FloatField()
+    awaiting = serializers.IntegerField()
+    approved = serializers.IntegerField()
+    rejected = serializers.IntegerField()
+    expired = serializers.IntegerField()

@@ -12,6 +12,7 @@ urlpatterns = [
     path(TURN + "tool-calls/", views.ToolCallView.as_view(), name="api-tool-calls"),
     path(TURN + "undo/", views.TurnUndoView.as_view(), name="api-turn-undo"),
     path(TURN + "undo-plan/", views.RevertPlanView.as_view(), name="api-turn-undo-plan"),
+    path("analytics/tools/", views.ToolAnalyticsView.as_view(), name="api-analytics-tools"),
     path(INVOCATIONS, views.InvocationListView.as_view(), name="api-invocations"),
     path(INVOCATION, views.InvocationDetailView.as_view(), name="api-invocation"),
     path(INVOCATION + "revert/", views.InvocationRevertView.as_view(), name="api-revert"),

@@ -14,6 +14,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from audit import services
+from audit.analytics import analytics_scope, tool_stats
 from audit.models import InvocationOrigin, ToolInvocation
 from audit.permissions import recording_denials
 from audit.selectors import invocation_get, invocation_list
@@ -182,3 +183,26 @@ class RevertPlanView(ApiView):
             **target,
         )
         return Response(s.PlanSerializer(plan).data)
+
+
+@extend_schema(tags=["analytics"])
+class ToolAnalyticsView(ApiView):
+    """Per model version and tool: calls, failed, reverted, revert rate, and the approval
+    outcomes. Staff holding the audit permission read every campaign; anyone else the campaigns
+    they own. Naming a campaign one is a member of but does not own is 403 (recorded); one
+    the caller cannot see is 404."""
+
+    @extend_schema(
+        summary="Tool-call outcomes per model version and tool",
+        parameters=[s.AnalyticsQuery],
+        responses={200: s.ToolStatsSerializer(many=True), **error_responses(403)},
+    )
+    def get(self, request: Request) -> Response:
+        query = s.AnalyticsQuery(data=request.query_params.dict())
+        query.is_valid(raise_exception=True)
+        with recording_denials(user=request.user, ip=client_ip(request)):
+            campaign_ids = analytics_scope(
+                user=request.user, campaign_id=query.validated_data.get("campaign")
+            )
+        rows = tool_stats(campaign_ids=campaign_ids, since=query.validated_data.get("since"))
+        return Response(s.ToolStatsSerializer(rows, many=True).data)

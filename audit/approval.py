@@ -1,0 +1,68 @@
+"""Which tool calls wait for a human, and why: the campaign's policy, the tool's tier and, under
+the `adaptive` policy, how often the model's recent calls of that tool were undone.
+
+Pure reads: nothing here pauses a call. The reason returned is what the approval card, the API
+and the admin show ("modify_creature by claude-sonnet-4-5: 6 of its last 20 calls were undone").
+"""
+
+from typing import Any
+
+from django.conf import settings
+
+from ai_tools.base import Tier, WriteTool
+from audit.analytics import RAN
+from audit.models import ToolInvocation
+from campaigns.models import Campaign
+
+Policy = Campaign.ApprovalPolicy
+Status = ToolInvocation.Status
+# The tiers each policy holds back whatever the model's record.
+HELD_TIERS = {
+    Policy.NONE: frozenset(),
+    Policy.CRITICAL: frozenset({Tier.CRITICAL}),
+    Policy.CRITICAL_AND_HIGH: frozenset({Tier.CRITICAL, Tier.HIGH}),
+    Policy.ADAPTIVE: frozenset({Tier.CRITICAL}),
+}
+
+
+def needs_approval(campaign: Campaign, tool: WriteTool, model: str) -> str | None:
+    """Why this call must wait for a human under the campaign's policy, or None if it runs at
+    once: its tier first, then (under `adaptive`) its model's record with this tool."""
+    policy = campaign.approval_policy
+    if tool.tier in HELD_TIERS[policy]:
+        return f"{tool.name} is a {tool.tier} tool, and this table approves {tool.tier} calls."
+    return adaptive_approval_reason(campaign, model, tool.name)
+
+
+def adaptive_approval_reason(campaign: Campaign, model: str, tool_name: str) -> str | None:
+    """Under `adaptive`: the reason, if at least APPROVAL_ADAPTIVE_THRESHOLD of the pair's last
+    APPROVAL_ADAPTIVE_WINDOW calls that ran (committed, some since reverted) were undone, else
+    None, so it relaxes by itself as undone calls fall out of the window. The window is the
+    campaign's while it holds that many such calls, else the pair's record across campaigns; a
+    pair with fewer calls than the window anywhere counts the missing ones as not undone, so a
+    new model is not held back for its first undo. Two index range scans at most."""
+    if campaign.approval_policy != Policy.ADAPTIVE:
+        return None
+    window = settings.APPROVAL_ADAPTIVE_WINDOW
+    ran = ToolInvocation.objects.filter(model=model, tool_name=tool_name, status__in=RAN)
+    recent = _last(ran.filter(campaign=campaign).order_by("-sequence"), window)
+    where = ""
+    if len(recent) < window:
+        recent = _last(ran.order_by("-committed_at"), window)
+        where = " across all tables"
+    undone = recent.count(Status.REVERTED)
+    if undone / window < settings.APPROVAL_ADAPTIVE_THRESHOLD:
+        return None
+    return (
+        f"{tool_name} by {display_model(model)}: {undone} of its last {len(recent)} calls"
+        f"{where} were undone"
+    )
+
+
+def _last(rows: Any, window: int) -> list[str]:
+    return list(rows.values_list("status", flat=True)[:window])
+
+
+def display_model(model: str) -> str:
+    """A stored model (`anthropic/claude-sonnet-4-5`) as people name it; blank is a person."""
+    return model.rsplit("/", 1)[-1] or "an unnamed model"

@@ -1,0 +1,65 @@
+"""The analytics page of the admin: revert rates by model, by tool and by day, drawn as SVG on
+the server (web/admin/charts.py), with the table the API serves beneath. Staff holding the audit
+permission read every campaign, as they read the whole log."""
+
+from datetime import timedelta
+from typing import Any
+
+from django import forms
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.utils import timezone
+
+from audit.analytics import revert_rate_by, revert_rate_by_day, tool_stats
+from campaigns.models import Campaign
+from web.admin.charts import bar_chart, time_chart
+from web.admin.reverting import can_read_log
+
+DEFAULT_DAYS = 30
+
+
+class AnalyticsFilter(forms.Form):
+    days = forms.IntegerField(
+        min_value=1, max_value=3650, required=False, initial=DEFAULT_DAYS, label="Last days"
+    )
+    campaign = forms.ModelChoiceField(
+        Campaign.objects.order_by("name"),
+        required=False,
+        to_field_name="pk",
+        empty_label="every campaign",
+        widget=forms.HiddenInput,
+    )
+
+
+def analytics_page(model_admin: Any, request: HttpRequest) -> HttpResponse:
+    """GET only; a bad filter is a 400 that shows the form's errors."""
+    if not can_read_log(request.user):
+        raise PermissionDenied
+    form = AnalyticsFilter(request.GET)
+    valid = form.is_valid()
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "opts": model_admin.opts,
+        "title": "Tool analytics",
+        "form": form,
+        "media": model_admin.media,
+    }
+    if not valid:
+        return TemplateResponse(request, "admin/audit/analytics.html", context, status=400)
+    days = form.cleaned_data["days"] or DEFAULT_DAYS
+    campaign = form.cleaned_data["campaign"]
+    scope = {
+        "campaign_ids": None if campaign is None else [campaign.pk],
+        "since": timezone.now() - timedelta(days=days),
+    }
+    rows = tool_stats(**scope)
+    context.update(
+        days=days,
+        campaign=campaign,
+        rows=rows,
+        by_model=bar_chart(revert_rate_by(rows, "model")),
+        by_tool=bar_chart(revert_rate_by(rows, "tool_name")),
+        by_day=time_chart(revert_rate_by_day(**scope)),
+    )
+    return TemplateResponse(request, "admin/audit/analytics.html", context)
