@@ -1,6 +1,14 @@
-"""Forms of the people's pages."""
+"""Forms of the people's pages. The set-up forms of the campaign page are validated by the API's
+input serializers (`web.api.serializers`); the two here have no API twin."""
+
+import re
+from typing import Any
 
 from django import forms
+from rest_framework import serializers
+
+from ai_tools import registry
+from core.api.base import StrictSerializer
 
 
 class CampaignForm(forms.Form):
@@ -9,3 +17,39 @@ class CampaignForm(forms.Form):
         strip=True,
         widget=forms.TextInput(attrs={"placeholder": "The Sunken Keep", "autocomplete": "off"}),
     )
+
+
+class InviteCreateInput(StrictSerializer):
+    """An invite link: how long it works, and how many people may join with it (empty: any)."""
+
+    expires_in_hours = serializers.IntegerField(min_value=1, max_value=24 * 30, default=72)
+    max_uses = serializers.IntegerField(min_value=1, max_value=1000, required=False)
+
+
+class HandInput(StrictSerializer):
+    """Which tool the GM's hand calls; the other fields are that tool's input."""
+
+    tool = serializers.ChoiceField(choices=[])
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["tool"].choices = [t.name for t in registry.write_tools()]
+
+    @staticmethod
+    def tool_input(tool_name: str, fields: dict[str, str]) -> dict[str, Any]:
+        """Form fields typed as the tool's schema types them: whole numbers, and lists written
+        with commas ("poisoned, prone"). A value that does not fit stays as typed, so the tool's
+        schema refuses it in its own words."""
+        properties = registry.write_tool(tool_name).schema.get("properties", {})
+        return {
+            name: _typed(properties.get(name, {}), value.strip()) for name, value in fields.items()
+        }
+
+
+def _typed(schema: dict[str, Any], value: str) -> Any:
+    kind = schema.get("type")
+    if kind == "integer" and re.fullmatch(r"[+-]?[0-9]{1,9}", value):
+        return int(value)
+    if kind == "array" and schema.get("items", {}).get("type") == "string":
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return value

@@ -10,8 +10,10 @@ from typing import Any
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods
 
 from campaigns.models import Campaign
@@ -37,8 +39,9 @@ def _member_campaign(request: HttpRequest, campaign_id: Any) -> Campaign:
 @require_http_methods(["GET", "POST"])
 def signup(request: HttpRequest) -> HttpResponse:
     """The sign-up page, rate-limited per address by the same limiter as the API's sign-up."""
+    next_url = _safe_next(request)
     if request.user.is_authenticated:
-        return redirect("campaign_list")
+        return HttpResponseRedirect(next_url or reverse("campaign_list"))
     throttle = SignupRateThrottle()
     if not throttle.allow_request(request, None):
         return too_many(request, what="Too many sign-ups from your address.", wait=throttle.wait())
@@ -46,8 +49,17 @@ def signup(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         user = form.save()
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
-        return redirect("campaign_list")
-    return render(request, "registration/signup.html", {"form": form})
+        return HttpResponseRedirect(next_url or reverse("campaign_list"))
+    return render(request, "registration/signup.html", {"form": form, "next": next_url})
+
+
+def _safe_next(request: HttpRequest) -> str:
+    """Where to go after signing up (an invite link), if it is a page of this site."""
+    target = request.POST.get("next") or request.GET.get("next") or ""
+    allowed = target.startswith("/") and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    )
+    return target if allowed else ""
 
 
 @login_required

@@ -9,8 +9,8 @@
 const boot = JSON.parse(document.getElementById("table-data").textContent);
 export const API = `/api/campaigns/${boot.campaign}`;
 export const PAGE = `/campaigns/${boot.campaign}`;
-const csrfToken = document.querySelector("#say [name=csrfmiddlewaretoken]").value;
-const people = boot.people;
+export const csrfToken = document.querySelector("#say [name=csrfmiddlewaretoken]").value;
+export const people = boot.people;
 
 let state = boot.state;
 let lastSeq = boot.seq;
@@ -82,6 +82,8 @@ const COLLECTIONS = {
   resource: "resources",
   item: "items",
   encounter: "encounters",
+  chapter: "chapters",
+  dungeon: "dungeons",
 };
 const CAMPAIGN_KEYS = {
   current_chapter_id: "current_chapter",
@@ -242,10 +244,18 @@ function renderScene() {
   $("#scene .banner-complete").hidden = campaign.status !== "completed";
 }
 
-function renderBoard() {
+// The page's other modules (setup.js) redraw what they own from the same copy of the state.
+const boardListeners = [];
+export function onBoard(listener) {
+  boardListeners.push(listener);
+}
+export const currentState = () => state;
+
+export function renderBoard() {
   renderScene();
   renderCombat();
   renderRosters();
+  for (const listener of boardListeners) listener(state);
 }
 
 // ---- the feed ------------------------------------------------------------------------------
@@ -380,7 +390,12 @@ const HANDLERS = {
   gm_turn_started: onTurnStarted,
   gm_text_delta: onTextDelta,
   gm_turn_completed: ({ turn }) => refreshTurn(turn),
-  state_changed: ({ data }) => applyChanges([data]),
+  state_changed: ({ source, turn, data }) => {
+    applyChanges([data]);
+    // A change by someone's own hand sits in a turn of its own, which the GM never completes:
+    // its tool call is drawn in the feed now.
+    if (source === "user" && turn !== null && turnNode(turn)) refreshTurn(turn);
+  },
   invocation_reverted: ({ turn, data }) => {
     applyChanges(data.state);
     if (turn !== null && turnNode(turn)) refreshTurn(turn);

@@ -8,6 +8,7 @@ view wraps its checks in `recording_denials` and every 403 leaves a `SecurityEve
 from typing import Any
 
 from audit.models import SecurityEvent
+from audit.permissions import may_revert
 from campaigns.models import Campaign
 from campaigns.selectors import is_member
 from core.errors import Forbidden
@@ -49,4 +50,17 @@ def require_may_create_creature(
             kind=SecurityEvent.Kind.ADMIN_DENIED,
             campaign=campaign,
             target="creature_create",
+        )
+
+
+def require_gm(*, campaign: Campaign, user: Any, action: str) -> None:
+    """The GM's own hand during play is for those who run the table: the owner and the co-GMs,
+    who are the holders of `revert_any_turn` (the grant that makes a member a co-GM), so the one
+    revert policy answers this too."""
+    if not may_revert(user=user, campaign=campaign, actor_id=None):
+        raise Forbidden(
+            "Only the campaign owner or a co-GM may do this.",
+            kind=SecurityEvent.Kind.ADMIN_DENIED,
+            campaign=campaign,
+            target=action,
         )
