@@ -19,6 +19,27 @@ class CampaignForm(forms.Form):
     )
 
 
+WHOLE_NUMBER = re.compile(r"[+-]?[0-9]{1,9}")
+
+
+def as_json(serializer_class: type[serializers.Serializer], fields: dict[str, str]) -> dict:
+    """A form's strings typed as the API's JSON would carry them, for the API's own input
+    serializer: whole numbers for its integer fields, true/false for its booleans (a ticked box
+    sends "on"). A value that does not fit stays as typed, so the serializer refuses it in the
+    API's words."""
+    declared = serializer_class().fields
+    typed: dict[str, Any] = {}
+    for name, value in fields.items():
+        field = declared.get(name)
+        if isinstance(field, serializers.IntegerField) and WHOLE_NUMBER.fullmatch(value):
+            typed[name] = int(value)
+        elif isinstance(field, serializers.BooleanField):
+            typed[name] = value.lower() in ("on", "true", "1")
+        else:
+            typed[name] = value
+    return typed
+
+
 class InviteCreateInput(StrictSerializer):
     """An invite link: how long it works, and how many people may join with it (empty: any)."""
 
@@ -48,7 +69,7 @@ class HandInput(StrictSerializer):
 
 def _typed(schema: dict[str, Any], value: str) -> Any:
     kind = schema.get("type")
-    if kind == "integer" and re.fullmatch(r"[+-]?[0-9]{1,9}", value):
+    if kind == "integer" and WHOLE_NUMBER.fullmatch(value):
         return int(value)
     if kind == "array" and schema.get("items", {}).get("type") == "string":
         return [part.strip() for part in value.split(",") if part.strip()]

@@ -32,10 +32,15 @@ from web import presenters
 from web.api import serializers as s
 from web.api.permissions import require_gm, require_may_create_creature, require_owner
 from web.api.views import validated
-from web.forms import HandInput, InviteCreateInput
+from web.forms import HandInput, InviteCreateInput, as_json
 from web.views import _member_campaign
 
 Action = Callable[..., dict[str, Any]]
+
+
+def valid(serializer_class: type, fields: dict[str, str]) -> dict[str, Any]:
+    """The form validated by the API's input serializer, as the API validates its JSON."""
+    return validated(serializer_class, as_json(serializer_class, fields))
 
 
 def _fields(request: HttpRequest) -> dict[str, Any]:
@@ -87,14 +92,14 @@ def _form_view(form: str, action: Action) -> Callable[..., HttpResponse]:
 
 def _member_add(request: HttpRequest, campaign: Campaign, data: dict[str, Any]) -> dict[str, Any]:
     require_owner(campaign=campaign, user=request.user, action="membership_add")
-    membership = services.membership_add(campaign=campaign, **validated(s.MemberAddInput, data))
+    membership = services.membership_add(campaign=campaign, **valid(s.MemberAddInput, data))
     return {"username": membership.user.get_username(), "role": membership.role}
 
 
 def _creature_add(request: HttpRequest, campaign: Campaign, data: dict[str, Any]) -> dict:
     """As `POST /api/campaigns/{id}/creatures/`: the owner adds anything, a player only their
     own player character (which is theirs without saying so)."""
-    data = validated(s.CreatureCreateInput, data)
+    data = valid(s.CreatureCreateInput, data)
     if request.user.pk != campaign.owner_id and data["kind"] == Creature.Kind.PC:
         data.setdefault("controlled_by", request.user)
     require_may_create_creature(
@@ -109,7 +114,7 @@ def _creature_add(request: HttpRequest, campaign: Campaign, data: dict[str, Any]
 def _owner_create(service: Callable[..., Any], input_serializer: type) -> Action:
     def create(request: HttpRequest, campaign: Campaign, data: dict[str, Any]) -> dict:
         require_owner(campaign=campaign, user=request.user, action=service.__name__)
-        return {"id": service(campaign=campaign, **validated(input_serializer, data)).pk}
+        return {"id": service(campaign=campaign, **valid(input_serializer, data)).pk}
 
     return create
 
@@ -119,13 +124,13 @@ def _resource_add(request: HttpRequest, campaign: Campaign, data: dict[str, Any]
     page's form picks it in a field."""
     require_owner(campaign=campaign, user=request.user, action="resource_create")
     creature = creature_get(campaign=campaign, creature_id=data.pop("creature_id", None))
-    resource = services.resource_create(creature=creature, **validated(s.ResourceCreateInput, data))
+    resource = services.resource_create(creature=creature, **valid(s.ResourceCreateInput, data))
     return {"id": resource.pk}
 
 
 def _invite_create(request: HttpRequest, campaign: Campaign, data: dict[str, Any]) -> dict:
     require_owner(campaign=campaign, user=request.user, action="invite_create")
-    data = validated(InviteCreateInput, data)
+    data = valid(InviteCreateInput, data)
     invite, token = services.invite_create(
         campaign=campaign,
         created_by=request.user,
@@ -162,9 +167,7 @@ def _hand(request: HttpRequest, campaign: Campaign, data: dict[str, Any]) -> dic
 
 member_add = _form_view("members", _member_add)
 creature_add = _form_view("creatures", _creature_add)
-resource_add = _form_view(
-    "resources", _owner_create(services.resource_create, s.ResourceCreateInput)
-)
+resource_add = _form_view("resources", _resource_add)
 chapter_add = _form_view("chapters", _owner_create(services.chapter_create, s.ChapterCreateInput))
 dungeon_add = _form_view("dungeons", _owner_create(services.dungeon_create, s.DungeonCreateInput))
 invite_add = _form_view("invites", _invite_create)
