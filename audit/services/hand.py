@@ -18,7 +18,7 @@ from campaigns.services import turn_create
 from core.errors import InvalidInput
 
 # The hand turn's message: what the feed shows above the call (the call's card says what).
-HAND_MESSAGE = "✋ adjusts the table by hand"
+HAND_MESSAGE = "adjusts the table by hand"
 
 
 def hand_call(*, campaign: Campaign, gm: Any, tool_name: str, input: Any) -> ToolInvocation:

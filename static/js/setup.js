@@ -13,6 +13,13 @@ function showError(form, text) {
   error.textContent = text;
 }
 
+// A new invite link exists only in this answer (the server keeps its hash): shown once, here.
+function showInvite(form, url) {
+  const shown = form.parentElement.querySelector(".invite-new");
+  shown.querySelector(".invite-url").value = url;
+  shown.hidden = false;
+}
+
 async function submit(form, submitter) {
   showError(form, "");
   if (submitter) submitter.disabled = true;
@@ -28,6 +35,8 @@ async function submit(form, submitter) {
       return;
     }
     form.reset();
+    const body = await response.json();
+    if (body.invite_url) showInvite(form, body.invite_url);
   } catch {
     showError(form, UNREACHABLE);
   } finally {
