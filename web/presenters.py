@@ -14,7 +14,7 @@ from typing import Any
 from django.utils import timezone
 
 from ai_tools import registry
-from audit.models import ToolInvocation
+from audit.models import InvocationOrigin, ToolInvocation
 from audit.permissions import may_revert
 from audit.selectors import turn_feed
 from campaigns.models import Campaign, ChatMessage, Creature, DiceRoll, Turn
@@ -146,6 +146,7 @@ class ToolCallCard:
     error: str
     actor: str = ""
     requested_by: str = ""
+    by_hand: bool = False  # a person's own call (the GM's hand), not the AI's
 
     @property
     def provenance(self) -> str:
@@ -224,10 +225,19 @@ class TurnCard:
     kind = "turn"
 
     @property
+    def hand(self) -> bool:
+        """A turn of the GM's own hand: its calls are a person's, none the AI's. Each offers
+        Undo to whoever may undo it, not only the latest, and it never hides the latest GM
+        turn's Undo."""
+        return bool(self.calls) and all(call.by_hand for call in self.calls)
+
+    @property
     def gm(self) -> bool:
         """A GM turn: the GM answered or acted, and it is not still running."""
         answered = any(m.role == ChatMessage.Role.GM for m in self.messages) or bool(self.calls)
-        return answered and not self.reverted and self.status != Turn.Status.RUNNING
+        return (
+            answered and not self.hand and not self.reverted and self.status != Turn.Status.RUNNING
+        )
 
     @property
     def thinking(self) -> bool:
@@ -305,6 +315,7 @@ def _tool_call(row: dict[str, Any], names: dict[int, str]) -> ToolCallCard:
         error=row["error"],
         actor=row["user__username"],
         requested_by=row["requested_by__username"] or "",
+        by_hand=row["source"] == InvocationOrigin.USER,
     )
 
 

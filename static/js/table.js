@@ -368,10 +368,14 @@ async function refreshTurn(turnId) {
   if (retried && !retried.dataset.retried) refreshTurn(Number(fresh.dataset.retryOf));
 }
 
-// Only the most recent GM turn offers Undo, to those who may undo it.
+// Only the most recent GM turn offers Undo, to those who may undo it; each change made by the
+// GM's own hand offers its own.
 function refreshUndo() {
   const latest = $$(":scope > .turn[data-gm='1']", feed()).at(-1);
-  for (const button of $$(".undo", feed())) button.hidden = button.closest(".turn") !== latest;
+  for (const button of $$(".undo", feed())) {
+    const turn = button.closest(".turn");
+    button.hidden = turn !== latest && turn.dataset.hand !== "1";
+  }
 }
 
 // Until the server's rendering of the undone turn arrives, it offers no Undo.

@@ -1,6 +1,7 @@
 """A table set up from the browser: the owner starts a campaign and invites a friend by link,
 the friend signs up through it and makes a character, the owner adds a monster, sets the scene
-and wounds the monster by hand, and each sees the other's changes live, without a reload."""
+and wounds the monster by hand, then undoes that, and each sees the other's changes live,
+without a reload."""
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -97,14 +98,30 @@ def test_a_table_set_up_from_the_browser_is_live_for_both(live_world: World, asg
         screenshot(owner, "setup-table-owner.png")
         screenshot(friend, "setup-table-friend.png")
 
+        expect(friend.get_by_role("button", name="Undo this change")).to_have_count(0)
+        owner.get_by_role("button", name="Undo this change").last.click()
+        dialog = owner.locator("#undo-dialog")
+        expect(dialog.locator(".undo-calls")).to_contain_text("Wolf: HP -4")
+        dialog.get_by_label("Why are you undoing it?").fill("wrong wolf")
+        dialog.get_by_role("button", name="Undo turn").click()
+        expect(dialog).to_be_hidden()
+        for page in (owner, friend):
+            wolf = page.locator("#roster-foes .creature", has_text="Wolf")
+            expect(wolf.locator(".hp-text")).to_have_text("11 / 11")
+            expect(wolf.locator(".conditions")).to_be_hidden()
+            expect(page.locator("#feed .undo-note")).to_contain_text("wrong wolf")
+            expect(page.locator("#scene .location")).to_have_text("The quay")  # its own turn
+        screenshot(friend, "setup-table-after-undo.png")
+
     campaign = Campaign.objects.get(name="Harbour Nights")
     assert Membership.objects.get(campaign=campaign, user__username="friend").role == "player"
     pip = Creature.objects.get(campaign=campaign, name="Pip")
     assert (pip.kind, pip.controlled_by.username) == ("pc", "friend")
     wolf = Creature.objects.get(campaign=campaign, name="Wolf")
-    assert (wolf.hp, wolf.conditions) == (7, ["prone"])
+    assert (wolf.hp, wolf.conditions) == (11, [])
     rows = ToolInvocation.objects.filter(campaign=campaign).order_by("sequence")
-    assert [(r.tool_name, r.source, r.user.username) for r in rows] == [
-        ("set_scene", "user", "owner"),
-        ("modify_creature", "user", "owner"),
+    assert [(r.tool_name, r.source, r.user.username, r.status) for r in rows] == [
+        ("set_scene", "user", "owner", "committed"),
+        ("modify_creature", "user", "owner", "reverted"),
     ]
+    assert rows[1].reverted_by.username == "owner" and rows[1].revert_reason == "wrong wolf"

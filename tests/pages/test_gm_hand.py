@@ -182,3 +182,17 @@ def test_a_player_may_not_undo_the_gms_hand(world: World, owner_client: Client):
     with pytest.raises(Forbidden):
         turn_undo(campaign_id=world.campaign.pk, turn_id=response.json()["turn"], user=world.player)
     assert ToolInvocation.objects.get().status == "committed"
+
+
+def test_a_hand_change_offers_its_own_undo_and_keeps_the_latest_gm_turns(
+    world: World, owner_client: Client
+):
+    ai_turn = world.turn(message="I attack the orc")
+    commit(world, "modify_creature", {"creature_id": world.orc.pk, "hp_delta": -5}, turn=ai_turn)
+    Turn.objects.filter(pk=ai_turn.pk).update(status=Turn.Status.COMPLETED)
+    hand_turn = hand(owner_client, world, "set_scene", description="Dusk.").json()["turn"]
+    html = owner_client.get(f"/campaigns/{world.campaign.pk}/").content.decode()
+    assert f'data-turn="{ai_turn.pk}" data-gm="1"' in html
+    assert f'data-turn="{hand_turn}" data-gm="0" data-hand="1"' in html
+    assert f'class="undo" data-undo="{ai_turn.pk}">' in html  # still the latest GM turn
+    assert f'class="undo" data-undo="{hand_turn}">↶ Undo this change' in html
