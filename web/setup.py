@@ -33,7 +33,7 @@ from web.api import serializers as s
 from web.api.permissions import require_gm, require_may_create_creature, require_owner
 from web.api.views import validated
 from web.forms import HandInput, InviteCreateInput, as_json
-from web.views import _member_campaign
+from web.views import member_campaign
 
 Action = Callable[..., dict[str, Any]]
 
@@ -60,7 +60,7 @@ def _answer(
     request: HttpRequest, campaign_id: Any, form: str, action: Action, path: dict[str, Any]
 ) -> HttpResponse:
     """Run one form's action and answer as the asker expects (see the module docstring)."""
-    campaign = _member_campaign(request, campaign_id)
+    campaign = member_campaign(request, campaign_id)
     try:
         with recording_denials(user=request.user, ip=client_ip(request)):
             body = action(request, campaign, _fields(request), **path)

@@ -29,7 +29,7 @@ from web.forms import CampaignForm
 FEED_ID = re.compile(r"[0-9]{1,18}")
 
 
-def _member_campaign(request: HttpRequest, campaign_id: Any) -> Campaign:
+def member_campaign(request: HttpRequest, campaign_id: Any) -> Campaign:
     try:
         return campaign_get_for_member(campaign_id=campaign_id, user=request.user)
     except NotFound as exc:
@@ -76,7 +76,7 @@ def campaign_list(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def campaign_detail(request: HttpRequest, campaign_id: Any) -> HttpResponse:
-    campaign = _member_campaign(request, campaign_id)
+    campaign = member_campaign(request, campaign_id)
     context = presenters.table(campaign=campaign, user=request.user)
     return render(request, "campaigns/detail.html", context)
 
@@ -87,7 +87,7 @@ def campaign_feed(request: HttpRequest, campaign_id: Any) -> HttpResponse:
     """The feed as HTML, whole, one turn (`?turn=`) or one roll (`?roll=`): the script swaps it
     in after a turn completes or is undone, draws a roll when it is announced, and reloads the
     whole after a gap in the event stream."""
-    campaign = _member_campaign(request, campaign_id)
+    campaign = member_campaign(request, campaign_id)
     turn_id, roll_id = request.GET.get("turn"), request.GET.get("roll")
     if roll_id is not None:
         return _roll_fragment(request, campaign, roll_id)
