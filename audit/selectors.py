@@ -103,6 +103,7 @@ def turn_feed(
             "error",
             "user__username",
             "requested_by__username",
+            "source",
         )
     ):
         calls[row["turn_id"]].append(row)

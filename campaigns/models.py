@@ -1,5 +1,6 @@
 """The game world. `campaign_id` is on every table and leads its indexes: it is the shard key."""
 
+import hashlib
 import uuid
 from typing import Any
 
@@ -461,3 +462,39 @@ class DiceRoll(models.Model):
 
     def __str__(self) -> str:
         return f"{self.formula} = {self.total}"
+
+
+class Invite(models.Model):
+    """A link that lets whoever holds it join the campaign as a player. Only the token's SHA-256
+    is stored, so a database dump hands nobody a way in; the link is shown once, when made."""
+
+    campaign = campaign_key("invites")
+    token_hash = models.CharField(max_length=64, unique=True)
+    created_by = user_reference(on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    max_uses = models.PositiveIntegerField(null=True, blank=True)  # None: any number of people
+    uses = models.PositiveIntegerField(default=0)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["campaign", "created_at"], name="invite_campaign_idx")]
+
+    def __str__(self) -> str:
+        return f"Invite to {self.campaign} ({self.uses}/{self.max_uses or '∞'} used)"
+
+    @staticmethod
+    def hash_token(token: str) -> str:
+        """Tokens are 256 random bits, so one unsalted SHA-256 is as safe as a password hash
+        here, and it lets a link be looked up by an index."""
+        return hashlib.sha256(token.encode()).hexdigest()
+
+    def unusable_because(self, now: Any) -> str:
+        """Why nobody can join with it any more, or "" while it works."""
+        if self.revoked_at is not None:
+            return "revoked"
+        if self.expires_at <= now:
+            return "expired"
+        if self.max_uses is not None and self.uses >= self.max_uses:
+            return "used up"
+        return ""

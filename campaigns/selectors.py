@@ -7,6 +7,7 @@ from typing import Any
 
 from django.db import connection, transaction
 from django.db.models import QuerySet
+from django.utils import timezone
 
 from campaigns.models import (
     Achievement,
@@ -21,12 +22,13 @@ from campaigns.models import (
     FogCell,
     GMMemory,
     InventoryItem,
+    Invite,
     Membership,
     Resource,
     ResourceEvent,
     Turn,
 )
-from core.errors import NotFound
+from core.errors import Gone, NotFound
 from core.queries import get_or_not_found
 
 
@@ -248,3 +250,34 @@ def turn_rolls(*, campaign: Campaign, turn_ids: list[int]) -> dict[int, list[Dic
     for roll in of_turns.order_by("created_at", "pk"):
         rolls[roll.turn_id].append(roll)
     return rolls
+
+
+INVITE_UNUSABLE = {
+    "revoked": "This invite link has been revoked.",
+    "expired": "This invite link has expired.",
+    "used up": "This invite link has been used as many times as it allows.",
+}
+
+
+def invite_get_usable(*, token: str, user: Any, lock: bool = False) -> tuple[Invite, bool]:
+    """The invite a link names and whether `user` is already a member (a member may follow a
+    spent link again: it takes them to the table). Unknown: NotFound; spent: Gone."""
+    invites = Invite.objects.select_related("campaign", "campaign__owner")
+    invite = (
+        (invites.select_for_update(of=("self",)) if lock else invites)
+        .filter(token_hash=Invite.hash_token(token))
+        .first()
+    )
+    if invite is None:
+        raise NotFound("This invite link does not exist. Check that you copied all of it.")
+    if is_member(campaign=invite.campaign, user=user):
+        return invite, True
+    reason = invite.unusable_because(timezone.now())
+    if reason:
+        raise Gone(f"{INVITE_UNUSABLE[reason]} Ask the game's owner for a new one.")
+    return invite, False
+
+
+def invite_list(*, campaign: Campaign) -> list[Invite]:
+    """The campaign's invite links, newest first (their tokens are not kept: only the rows)."""
+    return list(Invite.objects.filter(campaign=campaign).order_by("-created_at"))

@@ -1,9 +1,16 @@
-"""Writes of the game world that are not AI tool calls: set-up by people, and turns."""
+"""Writes of the game world that are not AI tool calls: set-up by people, invites, and turns.
 
+Every set-up write is announced to the table (source `user`) through the one publisher, in the
+transaction that makes it, so every open page shows it without a reload.
+"""
+
+import secrets
+from datetime import timedelta
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.utils import timezone
 from guardian.shortcuts import assign_perm, remove_perm
 
 from campaigns.models import (
@@ -15,11 +22,13 @@ from campaigns.models import (
     DiceRoll,
     Dungeon,
     Episode,
+    Invite,
     Membership,
     Resource,
     Turn,
 )
 from campaigns.realtime import EventSource, broadcast_on_commit, event
+from campaigns.selectors import invite_get_usable
 from core.errors import Conflict, InvalidInput, NotFound
 
 REVERT_ANY_TURN = "campaigns.revert_any_turn"
@@ -74,9 +83,30 @@ def membership_add(
         assign_perm(REVERT_ANY_TURN, user, campaign)
     else:
         remove_perm(REVERT_ANY_TURN, user, campaign)
+    _announce(
+        campaign.pk,
+        "member_added",
+        {
+            "user_id": user.pk,
+            "username": user.get_username(),
+            "role": membership.role,
+            "can_revert_any": can_revert_any,
+        },
+    )
     return membership
 
 
+def _announce(campaign_id: Any, type: str, data: dict[str, Any]) -> None:
+    """A person's set-up change, told to the table after commit (source `user`)."""
+    broadcast_on_commit(campaign_id, [event(type, data, source=EventSource.USER)])
+
+
+def _row_added(campaign_id: Any, entity: str, row: dict[str, Any]) -> None:
+    """A new row of the state dump: a `state_changed` with its fields as `/state/` lists them."""
+    _announce(campaign_id, "state_changed", {"entity": entity, "id": row["id"], "fields": row})
+
+
+@transaction.atomic
 def creature_create(
     *,
     campaign: Campaign,
@@ -97,7 +127,7 @@ def creature_create(
         and not Membership.objects.filter(campaign=campaign, user=controlled_by).exists()
     ):
         raise InvalidInput("The controlling player must be a member of the campaign.")
-    return Creature.objects.create(
+    creature = Creature.objects.create(
         campaign=campaign,
         name=name,
         kind=kind,
@@ -107,8 +137,16 @@ def creature_create(
         x=x,
         y=y,
     )
+    shown = [f"{n}_id" if n == "controlled_by" else n for n in Creature.SHOWN]
+    _row_added(campaign.pk, "creature", {"id": creature.pk, **_values(creature, shown)})
+    return creature
 
 
+def _values(row: Any, names: list[str]) -> dict[str, Any]:
+    return {name: getattr(row, name) for name in names}
+
+
+@transaction.atomic
 def resource_create(
     *, creature: Creature, name: str, current: int, maximum: int, recharge: str
 ) -> Resource:
@@ -116,7 +154,7 @@ def resource_create(
         raise InvalidInput("current must be between 0 and maximum.")
     if Resource.objects.filter(creature=creature, name=name).exists():
         raise Conflict(f"{creature.name} already has a resource named {name!r}.")
-    return Resource.objects.create(
+    resource = Resource.objects.create(
         campaign_id=creature.campaign_id,
         creature=creature,
         name=name,
@@ -124,19 +162,81 @@ def resource_create(
         maximum=maximum,
         recharge=recharge,
     )
+    names = ["id", "creature_id", "name", "current", "maximum", "recharge"]
+    _row_added(creature.campaign_id, "resource", _values(resource, names))
+    return resource
 
 
+@transaction.atomic
 def chapter_create(*, campaign: Campaign, title: str) -> Chapter:
+    """Chapters are appended; the first becomes the current one."""
     last = campaign.chapters.order_by("-position").values_list("position", flat=True).first()
     chapter = Chapter.objects.create(campaign=campaign, title=title, position=(last or 0) + 1)
+    _row_added(campaign.pk, "chapter", _values(chapter, ["id", "title", "position"]))
     if campaign.current_chapter_id is None:
         Campaign.objects.filter(pk=campaign.pk).update(current_chapter=chapter)
         campaign.current_chapter = chapter
+        fields = {"current_chapter_id": chapter.pk}
+        _announce(
+            campaign.pk,
+            "state_changed",
+            {"entity": "campaign", "id": str(campaign.pk), "fields": fields},
+        )
     return chapter
 
 
+@transaction.atomic
 def dungeon_create(*, campaign: Campaign, name: str) -> Dungeon:
-    return Dungeon.objects.create(campaign=campaign, name=name)
+    dungeon = Dungeon.objects.create(campaign=campaign, name=name)
+    _row_added(campaign.pk, "dungeon", _values(dungeon, ["id", "name"]))
+    return dungeon
+
+
+INVITE_TTL_MAX = timedelta(days=30)
+
+
+@transaction.atomic
+def invite_create(
+    *, campaign: Campaign, created_by: Any, expires_in: timedelta, max_uses: int | None
+) -> tuple[Invite, str]:
+    """A new invite link's row and its token; the token exists nowhere else, so the caller
+    shows it once."""
+    if not timedelta(0) < expires_in <= INVITE_TTL_MAX:
+        raise InvalidInput("An invite link lasts at most 30 days.")
+    if max_uses is not None and max_uses < 1:
+        raise InvalidInput("max_uses must be at least 1, or empty for any number.")
+    token = secrets.token_urlsafe(32)
+    invite = Invite.objects.create(
+        campaign=campaign,
+        token_hash=Invite.hash_token(token),
+        created_by=created_by,
+        expires_at=timezone.now() + expires_in,
+        max_uses=max_uses,
+    )
+    return invite, token
+
+
+def invite_revoke(*, campaign: Campaign, invite_id: Any) -> Invite:
+    """Nobody joins with it any more; who already joined stays."""
+    invite = Invite.objects.filter(campaign=campaign, pk=invite_id).first()
+    if invite is None:
+        raise NotFound("No such invite.")
+    if invite.revoked_at is None:
+        invite.revoked_at = timezone.now()
+        invite.save(update_fields=["revoked_at"])
+    return invite
+
+
+@transaction.atomic
+def invite_accept(*, token: str, user: Any) -> Membership:
+    """Join the invite's campaign as a player. The invite row is locked, so two people racing
+    for a single-use link cannot both get in; a member who follows it again uses nothing up."""
+    invite, member = invite_get_usable(token=token, user=user, lock=True)
+    if member:
+        return Membership.objects.get(campaign=invite.campaign, user=user)
+    invite.uses += 1
+    invite.save(update_fields=["uses"])
+    return membership_add(campaign=invite.campaign, username=user.get_username())
 
 
 @transaction.atomic

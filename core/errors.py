@@ -37,6 +37,10 @@ class Conflict(AppError, status=409, detail="Conflict."):
         self.conflicts = conflicts or []
 
 
+class Gone(AppError, status=410, detail="It is gone."):
+    """It existed and can no longer be used (an expired, revoked or used-up invite link)."""
+
+
 class InvalidInput(AppError, status=422, detail="Invalid input."):
     """Input the schema let through but the world refuses (hp above max_hp, a stranger's PC)."""
 

@@ -1,8 +1,15 @@
-"""Forms of the people's pages."""
+"""Forms of the people's pages. The set-up forms of the campaign page are validated by the API's
+input serializers (`web.api.serializers`); the two here have no API twin."""
+
+import re
+from typing import Any
 
 from django import forms
+from rest_framework import serializers
 
+from ai_tools import registry
 from campaigns.models import Campaign
+from core.api.base import StrictSerializer
 
 POLICY_LABELS = {
     Campaign.ApprovalPolicy.NONE: "No approval: every tool call runs at once",
@@ -32,3 +39,60 @@ class CampaignForm(forms.Form):
 
 class ApprovalPolicyForm(forms.Form):
     approval_policy = policy_field()
+
+
+WHOLE_NUMBER = re.compile(r"[+-]?[0-9]{1,9}")
+
+
+def as_json(serializer_class: type[serializers.Serializer], fields: dict[str, str]) -> dict:
+    """A form's strings typed as the API's JSON would carry them, for the API's own input
+    serializer: whole numbers for its integer fields, true/false for its booleans (a ticked box
+    sends "on"). A value that does not fit stays as typed, so the serializer refuses it in the
+    API's words."""
+    declared = serializer_class().fields
+    typed: dict[str, Any] = {}
+    for name, value in fields.items():
+        field = declared.get(name)
+        if isinstance(field, serializers.IntegerField) and WHOLE_NUMBER.fullmatch(value):
+            typed[name] = int(value)
+        elif isinstance(field, serializers.BooleanField):
+            typed[name] = value.lower() in ("on", "true", "1")
+        else:
+            typed[name] = value
+    return typed
+
+
+class InviteCreateInput(StrictSerializer):
+    """An invite link: how long it works, and how many people may join with it (empty: any)."""
+
+    expires_in_hours = serializers.IntegerField(min_value=1, max_value=24 * 30, default=72)
+    max_uses = serializers.IntegerField(min_value=1, max_value=1000, required=False)
+
+
+class HandInput(StrictSerializer):
+    """Which tool the GM's hand calls; the other fields are that tool's input."""
+
+    tool = serializers.ChoiceField(choices=[])
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["tool"].choices = [t.name for t in registry.write_tools()]
+
+    @staticmethod
+    def tool_input(tool_name: str, fields: dict[str, str]) -> dict[str, Any]:
+        """Form fields typed as the tool's schema types them: whole numbers, and lists written
+        with commas ("poisoned, prone"). A value that does not fit stays as typed, so the tool's
+        schema refuses it in its own words."""
+        properties = registry.write_tool(tool_name).schema.get("properties", {})
+        return {
+            name: _typed(properties.get(name, {}), value.strip()) for name, value in fields.items()
+        }
+
+
+def _typed(schema: dict[str, Any], value: str) -> Any:
+    kind = schema.get("type")
+    if kind == "integer" and WHOLE_NUMBER.fullmatch(value):
+        return int(value)
+    if kind == "array" and schema.get("items", {}).get("type") == "string":
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return value

@@ -11,16 +11,20 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from django.utils import timezone
+
 from ai_tools import registry
-from audit.models import ToolInvocation
+from audit.models import InvocationOrigin, ToolInvocation
 from audit.permissions import may_revert
 from audit.selectors import turn_feed
-from campaigns.models import Campaign, ChatMessage, DiceRoll, Turn
+from campaigns.models import Campaign, ChatMessage, Creature, DiceRoll, Turn
 from campaigns.selectors import (
     campaign_event_seq,
     campaign_member_names,
+    campaign_members,
     campaign_state,
     creature_names,
+    invite_list,
     roll_get,
     rolls_outside_turns,
     turn_rolls,
@@ -143,6 +147,7 @@ class ToolCallCard:
     error: str
     actor: str = ""
     requested_by: str = ""
+    by_hand: bool = False  # a person's own call (the GM's hand), not the AI's
 
     @property
     def provenance(self) -> str:
@@ -221,10 +226,19 @@ class TurnCard:
     kind = "turn"
 
     @property
+    def hand(self) -> bool:
+        """A turn of the GM's own hand: its calls are a person's, none the AI's. Each offers
+        Undo to whoever may undo it, not only the latest, and it never hides the latest GM
+        turn's Undo."""
+        return bool(self.calls) and all(call.by_hand for call in self.calls)
+
+    @property
     def gm(self) -> bool:
         """A GM turn: the GM answered or acted, and it is not still running."""
         answered = any(m.role == ChatMessage.Role.GM for m in self.messages) or bool(self.calls)
-        return answered and not self.reverted and self.status != Turn.Status.RUNNING
+        return (
+            answered and not self.hand and not self.reverted and self.status != Turn.Status.RUNNING
+        )
 
     @property
     def thinking(self) -> bool:
@@ -302,6 +316,7 @@ def _tool_call(row: dict[str, Any], names: dict[int, str]) -> ToolCallCard:
         error=row["error"],
         actor=row["user__username"],
         requested_by=row["requested_by__username"] or "",
+        by_hand=row["source"] == InvocationOrigin.USER,
     )
 
 
@@ -320,6 +335,7 @@ def table(*, campaign: Campaign, user: Any) -> dict[str, Any]:
     return {
         "campaign": campaign,
         "board": board(state, people),
+        "setup": setup(campaign=campaign, user=user, state=state),
         "feed": timeline(campaign=campaign, user=user),
         "seq": seq,
         "script_data": {
@@ -330,4 +346,49 @@ def table(*, campaign: Campaign, user: Any) -> dict[str, Any]:
             "people": people,
             "map": token_movers(campaign=campaign, user=user),
         },
+    }
+
+
+@dataclass
+class InviteCard:
+    id: int
+    expires_at: datetime
+    uses: int
+    max_uses: int | None
+    unusable: str
+
+    @property
+    def uses_text(self) -> str:
+        return f"{self.uses} of {self.max_uses}" if self.max_uses else f"{self.uses} (no limit)"
+
+
+def setup(*, campaign: Campaign, user: Any, state: dict[str, Any]) -> dict[str, Any]:
+    """What the set-up and GM's-hand panels offer this user: the owner sets the table up and
+    invites, the owner and co-GMs have the GM's hand, every member may add their own character.
+    `errors` ({form: message}) and `new_invite_url` are filled in by a form's answer."""
+    is_owner = user.pk == campaign.owner_id
+    now = timezone.now()
+    invites = [
+        InviteCard(i.pk, i.expires_at, i.uses, i.max_uses, i.unusable_because(now))
+        for i in (invite_list(campaign=campaign) if is_owner else [])
+    ]
+    return {
+        "is_owner": is_owner,
+        "is_gm": may_revert(user=user, campaign=campaign, actor_id=None),
+        "members": campaign_members(campaign=campaign) if is_owner else [],
+        "invites": invites,
+        "kinds": Creature.Kind.choices,
+        "options": setup_options(state),
+        "errors": {},
+        "new_invite_url": "",
+    }
+
+
+def setup_options(state: dict[str, Any]) -> dict[str, list[tuple[Any, str]]]:
+    """The choices the forms' selects list (value, label); the page's script refills them from
+    its copy of the state as it changes."""
+    return {
+        "creatures": [(c["id"], c["name"]) for c in state["creatures"]],
+        "chapters": [(c["id"], f"{c['position']}. {c['title']}") for c in state["chapters"]],
+        "dungeons": [(d["id"], d["name"]) for d in state["dungeons"]],
     }

@@ -6,7 +6,9 @@ from django.urls import path
 from django.utils.functional import lazy
 from django.views.generic import RedirectView
 
-from web import views
+from web import setup, views
+
+CAMPAIGN = "campaigns/<uuid:campaign_id>/"
 
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="campaign_list"), name="home"),
@@ -23,4 +25,15 @@ urlpatterns = [
     path("campaigns/<uuid:campaign_id>/", views.campaign_detail, name="campaign_detail"),
     path("campaigns/<uuid:campaign_id>/policy/", views.campaign_policy, name="campaign_policy"),
     path("campaigns/<uuid:campaign_id>/feed/", views.campaign_feed, name="campaign_feed"),
+    path(CAMPAIGN + "members/", setup.member_add, name="page_members"),
+    path(CAMPAIGN + "creatures/", setup.creature_add, name="page_creatures"),
+    path(CAMPAIGN + "resources/", setup.resource_add, name="page_resources"),
+    path(CAMPAIGN + "chapters/", setup.chapter_add, name="page_chapters"),
+    path(CAMPAIGN + "dungeons/", setup.dungeon_add, name="page_dungeons"),
+    path(CAMPAIGN + "invites/", setup.invite_add, name="page_invites"),
+    path(
+        CAMPAIGN + "invites/<int:invite_id>/revoke/", setup.invite_revoke, name="page_invite_revoke"
+    ),
+    path(CAMPAIGN + "hand/", setup.hand, name="page_hand"),
+    path("invites/<str:token>/", setup.invite_accept, name="invite_accept"),
 ]

@@ -10,8 +10,10 @@ from typing import Any
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from audit.permissions import recording_denials
@@ -30,7 +32,7 @@ from web.forms import ApprovalPolicyForm, CampaignForm
 FEED_ID = re.compile(r"[0-9]{1,18}")
 
 
-def _member_campaign(request: HttpRequest, campaign_id: Any) -> Campaign:
+def member_campaign(request: HttpRequest, campaign_id: Any) -> Campaign:
     try:
         return campaign_get_for_member(campaign_id=campaign_id, user=request.user)
     except NotFound as exc:
@@ -40,8 +42,9 @@ def _member_campaign(request: HttpRequest, campaign_id: Any) -> Campaign:
 @require_http_methods(["GET", "POST"])
 def signup(request: HttpRequest) -> HttpResponse:
     """The sign-up page, rate-limited per address by the same limiter as the API's sign-up."""
+    next_url = _safe_next(request)
     if request.user.is_authenticated:
-        return redirect("campaign_list")
+        return HttpResponseRedirect(next_url or reverse("campaign_list"))
     throttle = SignupRateThrottle()
     if not throttle.allow_request(request, None):
         return too_many(request, what="Too many sign-ups from your address.", wait=throttle.wait())
@@ -49,8 +52,17 @@ def signup(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         user = form.save()
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
-        return redirect("campaign_list")
-    return render(request, "registration/signup.html", {"form": form})
+        return HttpResponseRedirect(next_url or reverse("campaign_list"))
+    return render(request, "registration/signup.html", {"form": form, "next": next_url})
+
+
+def _safe_next(request: HttpRequest) -> str:
+    """Where to go after signing up (an invite link), if it is a page of this site."""
+    target = request.POST.get("next") or request.GET.get("next") or ""
+    allowed = target.startswith("/") and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    )
+    return target if allowed else ""
 
 
 @login_required
@@ -67,7 +79,7 @@ def campaign_list(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def campaign_detail(request: HttpRequest, campaign_id: Any) -> HttpResponse:
-    campaign = _member_campaign(request, campaign_id)
+    campaign = member_campaign(request, campaign_id)
     context = presenters.table(campaign=campaign, user=request.user)
     if campaign.owner_id == request.user.pk:
         policy = {"approval_policy": campaign.approval_policy}
@@ -79,7 +91,7 @@ def campaign_detail(request: HttpRequest, campaign_id: Any) -> HttpResponse:
 @require_POST
 def campaign_policy(request: HttpRequest, campaign_id: Any) -> HttpResponse:
     """The owner changes the approval policy from the campaign page; the change is logged."""
-    campaign = _member_campaign(request, campaign_id)
+    campaign = member_campaign(request, campaign_id)
     try:
         with recording_denials(user=request.user, ip=client_ip(request)):
             require_owner(campaign=campaign, user=request.user, action="campaign_set_policy")
@@ -103,7 +115,7 @@ def campaign_feed(request: HttpRequest, campaign_id: Any) -> HttpResponse:
     """The feed as HTML, whole, one turn (`?turn=`) or one roll (`?roll=`): the script swaps it
     in after a turn completes or is undone, draws a roll when it is announced, and reloads the
     whole after a gap in the event stream."""
-    campaign = _member_campaign(request, campaign_id)
+    campaign = member_campaign(request, campaign_id)
     turn_id, roll_id = request.GET.get("turn"), request.GET.get("roll")
     if roll_id is not None:
         return _roll_fragment(request, campaign, roll_id)

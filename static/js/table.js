@@ -9,8 +9,8 @@
 const boot = JSON.parse(document.getElementById("table-data").textContent);
 export const API = `/api/campaigns/${boot.campaign}`;
 export const PAGE = `/campaigns/${boot.campaign}`;
-const csrfToken = document.querySelector("#say [name=csrfmiddlewaretoken]").value;
-const people = boot.people;
+export const csrfToken = document.querySelector("#say [name=csrfmiddlewaretoken]").value;
+export const people = boot.people;
 
 let state = boot.state;
 let lastSeq = boot.seq;
@@ -83,6 +83,8 @@ const COLLECTIONS = {
   item: "items",
   encounter: "encounters",
   fog: "fog",
+  chapter: "chapters",
+  dungeon: "dungeons",
 };
 const CAMPAIGN_KEYS = {
   current_chapter_id: "current_chapter",
@@ -243,15 +245,17 @@ function renderScene() {
   $("#scene .banner-complete").hidden = campaign.status !== "completed";
 }
 
-// Other views of the board (map.js) are redrawn from the same state, after the page's own.
+// The page's other views of the board (map.js, setup.js) redraw what they own from the same
+// copy of the state, after the page's own redraw (and once as they register).
 const boardViews = [];
 
 export function onBoard(view) {
   boardViews.push(view);
   view(state);
 }
+export const currentState = () => state;
 
-function renderBoard() {
+export function renderBoard() {
   renderScene();
   renderCombat();
   renderRosters();
@@ -368,10 +372,14 @@ async function refreshTurn(turnId) {
   if (retried && !retried.dataset.retried) refreshTurn(Number(fresh.dataset.retryOf));
 }
 
-// Only the most recent GM turn offers Undo, to those who may undo it.
+// Only the most recent GM turn offers Undo, to those who may undo it; each change made by the
+// GM's own hand offers its own.
 function refreshUndo() {
   const latest = $$(":scope > .turn[data-gm='1']", feed()).at(-1);
-  for (const button of $$(".undo", feed())) button.hidden = button.closest(".turn") !== latest;
+  for (const button of $$(".undo", feed())) {
+    const turn = button.closest(".turn");
+    button.hidden = turn !== latest && turn.dataset.hand !== "1";
+  }
 }
 
 // Until the server's rendering of the undone turn arrives, it offers no Undo.
@@ -390,7 +398,12 @@ const HANDLERS = {
   gm_turn_started: onTurnStarted,
   gm_text_delta: onTextDelta,
   gm_turn_completed: ({ turn }) => refreshTurn(turn),
-  state_changed: ({ data }) => applyChanges([data]),
+  state_changed: ({ source, turn, data }) => {
+    applyChanges([data]);
+    // A change by someone's own hand sits in a turn of its own, which the GM never completes:
+    // its tool call is drawn in the feed now.
+    if (source === "user" && turn !== null && turnNode(turn)) refreshTurn(turn);
+  },
   invocation_reverted: ({ turn, data }) => {
     applyChanges(data.state);
     if (turn !== null && turnNode(turn)) refreshTurn(turn);

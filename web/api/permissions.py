@@ -7,9 +7,8 @@ view wraps its checks in `recording_denials` and every 403 leaves a `SecurityEve
 
 from typing import Any
 
-from guardian.core import ObjectPermissionChecker
-
 from audit.models import SecurityEvent
+from audit.permissions import may_revert
 from campaigns.models import Campaign, Creature
 from campaigns.selectors import is_member
 from core.errors import Forbidden
@@ -55,11 +54,10 @@ def require_may_create_creature(
 
 
 def runs_table(*, campaign: Campaign, user: Any) -> bool:
-    """The owner and the co-GMs (members holding `revert_any_turn`) run the table: their hand
-    moves any token. The owner costs no query."""
-    if user.pk == campaign.owner_id:
-        return True
-    return ObjectPermissionChecker(user).has_perm("revert_any_turn", campaign)
+    """The owner and the co-GMs (members holding `revert_any_turn`, the grant that makes a member
+    a co-GM) run the table: their hand moves any token and calls any tool. The one revert policy
+    answers it (`may_revert` for no one's turn)."""
+    return may_revert(user=user, campaign=campaign, actor_id=None)
 
 
 def token_movers(*, campaign: Campaign, user: Any) -> dict[str, Any]:
@@ -79,4 +77,17 @@ def require_may_move_token(*, campaign: Campaign, user: Any, creature: Creature)
             kind=SecurityEvent.Kind.TOOL_CALL_DENIED,
             campaign=campaign,
             target=f"creature:{creature.pk}",
+        )
+
+
+def require_gm(*, campaign: Campaign, user: Any, action: str) -> None:
+    """The GM's own hand during play is for those who run the table: the owner and the co-GMs,
+    who are the holders of `revert_any_turn` (the grant that makes a member a co-GM), so the one
+    revert policy answers this too."""
+    if not runs_table(campaign=campaign, user=user):
+        raise Forbidden(
+            "Only the campaign owner or a co-GM may do this.",
+            kind=SecurityEvent.Kind.ADMIN_DENIED,
+            campaign=campaign,
+            target=action,
         )

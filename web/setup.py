@@ -1,0 +1,192 @@
+"""Set-up from the browser and the GM's own hand (SPEC §8): the campaign page's forms.
+
+Each form posts here with the session and its CSRF token, and is validated by the API's own
+input serializers and handled by the API's services, so a form and the REST API accept, refuse
+and word their refusals alike (the message is the API's `detail`, made by the API's error
+handler). A plain POST answers with a redirect back to the page (or the page again with the
+form's error); the page's script posts the same forms with `Accept: application/json` and gets
+the API's status and body instead. Either way, what changed reaches every open page as events.
+"""
+
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods, require_POST
+from rest_framework import exceptions
+
+from audit.models import ToolInvocation
+from audit.permissions import recording_denials
+from audit.services.hand import hand_call
+from campaigns import services
+from campaigns.models import Campaign, Creature
+from campaigns.selectors import creature_get, invite_get_usable
+from core.api.base import client_ip
+from core.api.errors import exception_handler
+from core.errors import AppError, InvalidInput
+from web import presenters
+from web.api import serializers as s
+from web.api.permissions import require_gm, require_may_create_creature, require_owner
+from web.api.views import validated
+from web.forms import HandInput, InviteCreateInput, as_json
+from web.views import member_campaign
+
+Action = Callable[..., dict[str, Any]]
+
+
+def valid(serializer_class: type, fields: dict[str, str]) -> dict[str, Any]:
+    """The form validated by the API's input serializer, as the API validates its JSON."""
+    return validated(serializer_class, as_json(serializer_class, fields))
+
+
+def _fields(request: HttpRequest) -> dict[str, Any]:
+    """The form's fields as the API would get them: a field left empty is a field left out."""
+    return {
+        key: value
+        for key, value in request.POST.items()
+        if key != "csrfmiddlewaretoken" and value != ""
+    }
+
+
+def _wants_json(request: HttpRequest) -> bool:
+    return "application/json" in request.headers.get("Accept", "")
+
+
+def _answer(
+    request: HttpRequest, campaign_id: Any, form: str, action: Action, path: dict[str, Any]
+) -> HttpResponse:
+    """Run one form's action and answer as the asker expects (see the module docstring)."""
+    campaign = member_campaign(request, campaign_id)
+    try:
+        with recording_denials(user=request.user, ip=client_ip(request)):
+            body = action(request, campaign, _fields(request), **path)
+    except (AppError, exceptions.ValidationError) as exc:
+        refusal = exception_handler(exc, {})
+        if _wants_json(request):
+            return JsonResponse(refusal.data, status=refusal.status_code)
+        context = presenters.table(campaign=campaign, user=request.user)
+        context["setup"]["errors"] = {form: refusal.data["detail"]}
+        return render(request, "campaigns/detail.html", context, status=refusal.status_code)
+    if _wants_json(request):
+        return JsonResponse(body, status=201)
+    if "invite_url" in body:  # shown once: the page itself, not a redirect that would lose it
+        context = presenters.table(campaign=campaign, user=request.user)
+        context["setup"]["new_invite_url"] = body["invite_url"]
+        return render(request, "campaigns/detail.html", context, status=201)
+    return redirect(reverse("campaign_detail", args=[campaign.pk]) + f"#{form}")
+
+
+def _form_view(form: str, action: Action) -> Callable[..., HttpResponse]:
+    @login_required
+    @require_POST
+    def view(request: HttpRequest, campaign_id: Any, **path: Any) -> HttpResponse:
+        return _answer(request, campaign_id, form, action, path)
+
+    view.__name__ = view.__qualname__ = f"{form.replace('-', '_')}_post"
+    return view
+
+
+def _member_add(request: HttpRequest, campaign: Campaign, data: dict[str, Any]) -> dict[str, Any]:
+    require_owner(campaign=campaign, user=request.user, action="membership_add")
+    membership = services.membership_add(campaign=campaign, **valid(s.MemberAddInput, data))
+    return {"username": membership.user.get_username(), "role": membership.role}
+
+
+def _creature_add(request: HttpRequest, campaign: Campaign, data: dict[str, Any]) -> dict:
+    """As `POST /api/campaigns/{id}/creatures/`: the owner adds anything, a player only their
+    own player character (which is theirs without saying so)."""
+    data = valid(s.CreatureCreateInput, data)
+    if request.user.pk != campaign.owner_id and data["kind"] == Creature.Kind.PC:
+        data.setdefault("controlled_by", request.user)
+    require_may_create_creature(
+        campaign=campaign,
+        user=request.user,
+        kind=data["kind"],
+        controlled_by=data.get("controlled_by"),
+    )
+    return {"id": services.creature_create(campaign=campaign, **data).pk}
+
+
+def _owner_create(service: Callable[..., Any], input_serializer: type) -> Action:
+    def create(request: HttpRequest, campaign: Campaign, data: dict[str, Any]) -> dict:
+        require_owner(campaign=campaign, user=request.user, action=service.__name__)
+        return {"id": service(campaign=campaign, **valid(input_serializer, data)).pk}
+
+    return create
+
+
+def _resource_add(request: HttpRequest, campaign: Campaign, data: dict[str, Any]) -> dict:
+    """As `POST …/creatures/{cid}/resources/`; the API names the creature in its path, the
+    page's form picks it in a field."""
+    require_owner(campaign=campaign, user=request.user, action="resource_create")
+    creature = creature_get(campaign=campaign, creature_id=data.pop("creature_id", None))
+    resource = services.resource_create(creature=creature, **valid(s.ResourceCreateInput, data))
+    return {"id": resource.pk}
+
+
+def _invite_create(request: HttpRequest, campaign: Campaign, data: dict[str, Any]) -> dict:
+    require_owner(campaign=campaign, user=request.user, action="invite_create")
+    data = valid(InviteCreateInput, data)
+    invite, token = services.invite_create(
+        campaign=campaign,
+        created_by=request.user,
+        expires_in=timedelta(hours=data["expires_in_hours"]),
+        max_uses=data.get("max_uses"),
+    )
+    url = request.build_absolute_uri(reverse("invite_accept", args=[token]))
+    return {"id": invite.pk, "invite_url": url}
+
+
+def _invite_revoke(
+    request: HttpRequest, campaign: Campaign, data: dict[str, Any], invite_id: int
+) -> dict:
+    require_owner(campaign=campaign, user=request.user, action="invite_revoke")
+    invite = services.invite_revoke(campaign=campaign, invite_id=invite_id)
+    return {"id": invite.pk, "revoked": True}
+
+
+def _hand(request: HttpRequest, campaign: Campaign, data: dict[str, Any]) -> dict[str, Any]:
+    """A tool call by the owner's or a co-GM's own hand; its input comes from the form's fields
+    as the tool's schema types them."""
+    require_gm(campaign=campaign, user=request.user, action="hand_call")
+    tool_name = validated(HandInput, {"tool": data.pop("tool", "")})["tool"]
+    row = hand_call(
+        campaign=campaign,
+        gm=request.user,
+        tool_name=tool_name,
+        input=HandInput.tool_input(tool_name, data),
+    )
+    if row.status != ToolInvocation.Status.COMMITTED:
+        raise InvalidInput(row.error)
+    return {"invocation": str(row.pk), "turn": row.turn_id, "status": row.status}
+
+
+member_add = _form_view("members", _member_add)
+creature_add = _form_view("creatures", _creature_add)
+resource_add = _form_view("resources", _resource_add)
+chapter_add = _form_view("chapters", _owner_create(services.chapter_create, s.ChapterCreateInput))
+dungeon_add = _form_view("dungeons", _owner_create(services.dungeon_create, s.DungeonCreateInput))
+invite_add = _form_view("invites", _invite_create)
+invite_revoke = _form_view("invites", _invite_revoke)
+hand = _form_view("hand", _hand)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def invite_accept(request: HttpRequest, token: str) -> HttpResponse:
+    """The invite link: its page names the campaign and who runs it, and joining is a POST (a
+    link preview or a prefetch must not make anyone a member). An unknown, expired, revoked or
+    used-up link gets a page saying so, with its status (404, 410)."""
+    try:
+        if request.method == "POST":
+            membership = services.invite_accept(token=token, user=request.user)
+            return redirect("campaign_detail", campaign_id=membership.campaign_id)
+        invite, member = invite_get_usable(token=token, user=request.user)
+    except AppError as exc:
+        context = {"refusal": exc.detail}
+        return render(request, "campaigns/invite.html", context, status=exc.status_code)
+    return render(request, "campaigns/invite.html", {"invite": invite, "member": member})
