@@ -96,6 +96,19 @@ class ToolContext:
     _creatures: dict[int, Creature] = field(default_factory=dict, repr=False)
     _resolved: dict[str, Any] = field(default_factory=dict, repr=False)
 
+    def loaded_rows(self) -> entities.Rows:
+        """The rows this call has read through the context so far (the locked campaign, its
+        creatures, what `once` resolved), by model and primary key: the default `snapshot`
+        takes the pre-state from them instead of reading them again. Valid until `apply`
+        writes: the dispatch asks before it."""
+        rows: entities.Rows = {(Campaign, self.campaign.pk): self.campaign}
+        rows.update(((Creature, c.pk), c) for c in self._creatures.values())
+        for value in self._resolved.values():
+            for item in value if isinstance(value, list) else [value]:
+                if isinstance(item, models.Model) and item.pk is not None:
+                    rows.setdefault((type(item), item.pk), item)
+        return rows
+
     def record_created(self, kind: str, pk: Any) -> None:
         self.created.append(entities.key(kind, pk))
 
@@ -177,7 +190,9 @@ class WriteTool(Tool):
         return []
 
     def snapshot(self, ctx: ToolContext, data: dict[str, Any], keys: list[str]) -> dict[str, Any]:
-        return {"entities": entities.capture_many(ctx.campaign, keys)}
+        """The pre-state of `keys`: from the rows the call has already read (no query), the
+        others read from the database."""
+        return {"entities": entities.capture_many(ctx.campaign, keys, rows=ctx.loaded_rows())}
 
     def apply(self, ctx: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
         raise ToolError(f"{self.name} cannot be applied.")

@@ -139,8 +139,36 @@ def capture(campaign: Campaign, entity_key: str) -> dict[str, Any] | None:
     return {name: _to_json(row[name]) for name in names}
 
 
-def capture_many(campaign: Campaign, keys: list[str]) -> dict[str, dict[str, Any] | None]:
-    return {k: capture(campaign, k) for k in keys}
+def capture_many(
+    campaign: Campaign, keys: list[str], *, rows: "Rows | None" = None
+) -> dict[str, dict[str, Any] | None]:
+    """Each key's fields as JSON (None: no row). A key whose row is in `rows` (loaded in this
+    transaction and not written since) is read from it, without a query."""
+    return {k: loaded(k, rows) if in_rows(k, rows) else capture(campaign, k) for k in keys}
+
+
+# Rows already loaded in the current transaction, by (model, primary key).
+Rows = dict[tuple[type[models.Model], Any], models.Model]
+
+
+def _row_id(entity_key: str) -> tuple[type[models.Model], Any] | None:
+    try:
+        model = kind_of(entity_key).model
+        return model, model._meta.pk.to_python(parse(entity_key)[1])
+    except (KeyError, ValidationError):
+        return None
+
+
+def in_rows(entity_key: str, rows: Rows | None) -> bool:
+    """Whether `capture_many` serves this key from `rows`, without a query."""
+    return bool(rows) and _row_id(entity_key) in rows
+
+
+def loaded(entity_key: str, rows: Rows) -> dict[str, Any]:
+    """What `capture` returns for the key, from its row in `rows` instead of the database: the
+    same fields, the same values (a row loaded from the database holds what `values()` reads)."""
+    row = rows[_row_id(entity_key)]
+    return {name: _to_json(getattr(row, name)) for name in kind_of(entity_key).field_names()}
 
 
 def _from_json(model: type[models.Model], values: dict[str, Any]) -> dict[str, Any]:

@@ -80,11 +80,21 @@ def hello(campaign_id: Any, seq: int) -> dict[str, Any]:
     return {**envelope, "campaign": str(campaign_id), "seq": seq, "at": timezone.now().isoformat()}
 
 
-def broadcast_on_commit(campaign_id: Any, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Number `events` for the campaign and send them when the current transaction commits."""
+def broadcast_on_commit(
+    campaign_id: Any, events: list[dict[str, Any]], *, after: int | None = None
+) -> list[dict[str, Any]]:
+    """Number `events` for the campaign and send them when the current transaction commits.
+
+    `after`: the campaign's `event_seq` as the caller read it under the campaign row lock; the
+    events are numbered after it and the caller stores `after + len(events)` as the new
+    `event_seq` in its own write of the campaign row, before it commits (the audited dispatch
+    does, in the statement that writes its log row). Without it this reserves the numbers
+    itself (one UPDATE, which takes the row lock if the caller does not hold it yet)."""
     if not events:
         return []
-    last = _advance_event_seq(campaign_id, len(events))
+    last = (
+        after + len(events) if after is not None else _advance_event_seq(campaign_id, len(events))
+    )
     at = timezone.now().isoformat()
     first = last - len(events) + 1
     envelopes = [
