@@ -95,6 +95,7 @@ class ToolContext:
     created: list[str] = field(default_factory=list)
     _creatures: dict[int, Creature] = field(default_factory=dict, repr=False)
     _resolved: dict[str, Any] = field(default_factory=dict, repr=False)
+    _written: entities.Rows = field(default_factory=dict, repr=False)
 
     def loaded_rows(self) -> entities.Rows:
         """The rows this call has read through the context so far (the locked campaign, its
@@ -108,6 +109,17 @@ class ToolContext:
                 if isinstance(item, models.Model) and item.pk is not None:
                     rows.setdefault((type(item), item.pk), item)
         return rows
+
+    def save(self, row: models.Model, fields: Any) -> None:
+        """`row.save(update_fields=fields)` for a row this call writes, which also reads the row
+        back as the database now holds it (in the same statement): the dispatch records the
+        post-state from it instead of reading the row again. After this the call writes the row
+        no other way."""
+        self._written[(type(row), row.pk)] = entities.update_returning(row, fields)
+
+    def written_rows(self) -> entities.Rows:
+        """The rows `save` wrote, as the database returned them: the post-state of their keys."""
+        return self._written
 
     def record_created(self, kind: str, pk: Any) -> None:
         self.created.append(entities.key(kind, pk))

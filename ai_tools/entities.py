@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import models
+from django.db import connection, models
 
 from campaigns.models import (
     Achievement,
@@ -147,8 +147,9 @@ def capture_many(
     return {k: loaded(k, rows) if in_rows(k, rows) else capture(campaign, k) for k in keys}
 
 
-# Rows already loaded in the current transaction, by (model, primary key).
-Rows = dict[tuple[type[models.Model], Any], models.Model]
+# Rows already loaded in the current transaction, by (model, primary key): model instances, or
+# the values `update_returning` read back.
+Rows = dict[tuple[type[models.Model], Any], models.Model | dict[str, Any]]
 
 
 def _row_id(entity_key: str) -> tuple[type[models.Model], Any] | None:
@@ -166,9 +167,47 @@ def in_rows(entity_key: str, rows: Rows | None) -> bool:
 
 def loaded(entity_key: str, rows: Rows) -> dict[str, Any]:
     """What `capture` returns for the key, from its row in `rows` instead of the database: the
-    same fields, the same values (a row loaded from the database holds what `values()` reads)."""
+    same fields, the same values (a row loaded from the database holds what `values()` reads;
+    a row `update_returning` wrote is held as the values the database returned)."""
     row = rows[_row_id(entity_key)]
-    return {name: _to_json(getattr(row, name)) for name in kind_of(entity_key).field_names()}
+    names = kind_of(entity_key).field_names()
+    if isinstance(row, dict):
+        return {name: _to_json(row[name]) for name in names}
+    return {name: _to_json(getattr(row, name)) for name in names}
+
+
+def update_returning(row: models.Model, fields: Any) -> dict[str, Any]:
+    """Save `fields` of `row` (what `row.save(update_fields=fields)` writes) and return the whole
+    row as the database holds it after the write, by attribute name, as the ORM would read it
+    (one statement: UPDATE … RETURNING); the row's attributes are set to it too. A row that is
+    gone raises LookupError."""
+    meta = row._meta
+    quote = connection.ops.quote_name
+    targets = [meta.get_field(name) for name in fields]
+    columns = meta.concrete_fields
+    sql = (
+        f"UPDATE {quote(meta.db_table)} SET "
+        + ", ".join(f"{quote(f.column)} = %s" for f in targets)
+        + f" WHERE {quote(meta.pk.column)} = %s RETURNING "
+        + ", ".join(quote(f.column) for f in columns)
+    )
+    params = [f.get_db_prep_save(f.pre_save(row, False), connection) for f in targets]
+    params.append(meta.pk.get_db_prep_value(row.pk, connection))
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        values = cursor.fetchone()
+    if values is None:
+        raise LookupError(f"{meta.label} {row.pk} is gone")
+    held = {}
+    for field, value in zip(columns, values, strict=True):
+        column = field.get_col(meta.db_table)
+        for convert in connection.ops.get_db_converters(column) + column.get_db_converters(
+            connection
+        ):
+            value = convert(value, column, connection)
+        held[field.attname] = value
+        setattr(row, field.attname, value)
+    return held
 
 
 def _from_json(model: type[models.Model], values: dict[str, Any]) -> dict[str, Any]:

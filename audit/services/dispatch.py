@@ -191,7 +191,7 @@ def _run(tool: WriteTool, ctx: ToolContext, row: ToolInvocation, *, after: int) 
     if snapshot is not None and "entities" in snapshot:
         for created in ctx.created:
             snapshot["entities"].setdefault(created, None)
-    post_state = entities.capture_many(ctx.campaign, written)
+    post_state = entities.capture_many(ctx.campaign, written, rows=ctx.written_rows())
     return _commit(
         row,
         result=result,
