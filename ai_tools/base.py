@@ -129,7 +129,7 @@ class ToolContext:
         elsewhere. Read once per call: `write_set` resolves it and `apply` reuses the row (the
         context lives for one call, inside its transaction, so the row cannot go stale)."""
         if creature_id not in self._creatures:
-            creature = Creature.objects.filter(campaign_id=self.campaign.pk, pk=creature_id).first()
+            creature = entities.select_row(Creature, creature_id, campaign_id=self.campaign.pk)
             if creature is None:
                 raise ToolError(f"No creature with id {creature_id} in this campaign.")
             self._creatures[creature_id] = creature

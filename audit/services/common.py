@@ -14,7 +14,10 @@ def campaign_lock(campaign_id: Any) -> Campaign:
     """Lock the campaign row: tool calls and reverts of one campaign run one at a time, across
     processes. Every writer takes this lock first, so lock order is always campaign → rows.
     The row holds the log head and the last event number, so the lock also reads them."""
-    return Campaign.objects.select_for_update().get(pk=campaign_id)
+    campaign = entities.select_row(Campaign, campaign_id, lock=True)
+    if campaign is None:
+        raise Campaign.DoesNotExist(f"no campaign {campaign_id}")
+    return campaign
 
 
 def chain_position(campaign_id: Any) -> tuple[int, str]:
