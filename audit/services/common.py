@@ -1,8 +1,9 @@
 """Pieces shared by dispatch and revert."""
 
+import functools
 from typing import Any
 
-from django.db import connection
+from django.db import connection, models
 
 from ai_tools import entities
 from audit.chain import chain_tip
@@ -34,63 +35,82 @@ def log_append_sql(
     read-set entries (`WriteSetEntry`, which conflict detection reads), and the campaign's new
     log head and last event number; with `check_turn`, last, whether the row's turn was undone
     (one boolean column). On PostgreSQL all of it is one statement (data-modifying CTEs);
-    elsewhere one statement each."""
-    quote = connection.ops.quote_name
-    statements = [_insert([row], ToolInvocation._meta.concrete_fields)]
+    elsewhere one statement each. The SQL text is made once per shape."""
+    campaign_id = _prep(Campaign._meta.pk, row.campaign_id)
+    invocation_id = _prep(ToolInvocation._meta.pk, row.pk)
     entries = [
-        WriteSetEntry(
-            campaign_id=row.campaign_id,
-            invocation_id=row.pk,
-            sequence=row.sequence,
-            root=entities.root(k),
-            key=k,
-            mode=mode,
-        )
+        (campaign_id, invocation_id, row.sequence, entities.root(k), k, mode)
         for mode, keys in (
-            (WriteSetEntry.Mode.WRITE, row.write_set),
-            (WriteSetEntry.Mode.READ, row.read_set),
+            (WriteSetEntry.Mode.WRITE.value, row.write_set),
+            (WriteSetEntry.Mode.READ.value, row.read_set),
         )
         for k in keys
     ]
-    if entries:
-        fields = [f for f in WriteSetEntry._meta.concrete_fields if not f.primary_key]
-        statements.append(_insert(entries, fields))
-    campaign = Campaign._meta
-    statements.append(
-        (
-            f"UPDATE {quote(campaign.db_table)} SET log_sequence = %s, log_head = %s, "
-            f"event_seq = %s WHERE {quote(campaign.pk.column)} = %s",
-            [row.sequence, row.row_hash, event_seq, _prep(campaign.pk, row.campaign_id)],
-        )
-    )
-    if check_turn:
-        turns = Turn._meta
-        statements.append(
-            (
-                f"SELECT EXISTS (SELECT 1 FROM {quote(turns.db_table)} WHERE "
-                f"{quote(turns.pk.column)} = %s AND reverted_at IS NOT NULL)",
-                [row.turn_id],
-            )
-        )
-    if connection.vendor != "postgresql":
-        return statements
-    writes = [
-        f"w{i} AS ({sql})"
-        for i, (sql, _) in enumerate(statements[:-1] if check_turn else statements)
+    params = [
+        [_prep(f, getattr(row, f.attname)) for f in ToolInvocation._meta.concrete_fields],
+        [value for entry in entries for value in entry],
+        [row.sequence, row.row_hash, event_seq, campaign_id],
+        [row.turn_id] if check_turn else [],
     ]
-    last = statements[-1][0] if check_turn else "SELECT 1"
-    params = [p for _, ps in statements for p in ps]
-    return [(f"WITH {', '.join(writes)} {last}", params)]
+    shape = (connection.vendor, len(entries), check_turn)
+    if shape not in _append_sql:
+        _append_sql[shape] = _append_statements(len(entries), check_turn)
+    texts = _append_sql[shape]
+    if len(texts) == 1:
+        return [(texts[0], [p for ps in params for p in ps])]
+    return [(text, ps) for text, ps in zip(texts, params, strict=False) if text]
+
+
+_append_sql: dict[tuple[str, int, bool], list[str]] = {}
+
+
+def _append_statements(entries: int, check_turn: bool) -> list[str]:
+    """The SQL of `log_append_sql` for a row with this many entries: one text on PostgreSQL;
+    elsewhere the row's INSERT, the entries' ("" for none), the campaign's UPDATE and the turn
+    check ("" without one)."""
+    quote = connection.ops.quote_name
+    fields = ToolInvocation._meta.concrete_fields
+    entry_fields = [f for f in WriteSetEntry._meta.concrete_fields if not f.primary_key]
+    campaign, turns = Campaign._meta, Turn._meta
+    texts = [
+        _insert_sql(ToolInvocation._meta.db_table, fields, 1),
+        _insert_sql(WriteSetEntry._meta.db_table, entry_fields, entries) if entries else "",
+        f"UPDATE {quote(campaign.db_table)} SET log_sequence = %s, log_head = %s, "
+        f"event_seq = %s WHERE {quote(campaign.pk.column)} = %s",
+        f"SELECT EXISTS (SELECT 1 FROM {quote(turns.db_table)} WHERE "
+        f"{quote(turns.pk.column)} = %s AND reverted_at IS NOT NULL)"
+        if check_turn
+        else "",
+    ]
+    if connection.vendor != "postgresql":
+        return texts
+    writes = [f"w{i} AS ({text})" for i, text in enumerate(texts[:3]) if text]
+    return [f"WITH {', '.join(writes)} {texts[3] or 'SELECT 1'}"]
 
 
 def _prep(field: Any, value: Any) -> Any:
+    """A value as the ORM sends it for this field (plain strings, integers, booleans and nulls
+    of plain columns as they are)."""
+    if (value is None or type(value) in (str, int, bool)) and field in _plain_fields():
+        return value
     return field.get_db_prep_save(value, connection)
 
 
-def _insert(objs: list[Any], fields: list[Any]) -> tuple[str, list[Any]]:
+@functools.cache
+def _plain_fields() -> frozenset[Any]:
+    """Fields that send a str, int, bool or None unchanged (not JSON, not a uuid, not a date)."""
+    plain = (models.CharField, models.TextField, models.IntegerField, models.BooleanField)
+    return frozenset(
+        f
+        for model in (ToolInvocation, WriteSetEntry, Campaign)
+        for f in model._meta.concrete_fields
+        if isinstance(f.target_field if f.is_relation else f, plain)
+        and not isinstance(f.target_field if f.is_relation else f, models.JSONField)
+    )
+
+
+def _insert_sql(table: str, fields: list[Any], rows: int) -> str:
     quote = connection.ops.quote_name
     columns = ", ".join(quote(f.column) for f in fields)
     one = "(" + ", ".join(["%s"] * len(fields)) + ")"
-    values = ", ".join([one] * len(objs))
-    sql = f"INSERT INTO {quote(objs[0]._meta.db_table)} ({columns}) VALUES {values}"
-    return sql, [_prep(f, getattr(obj, f.attname)) for obj in objs for f in fields]
+    return f"INSERT INTO {quote(table)} ({columns}) VALUES {', '.join([one] * rows)}"
