@@ -97,6 +97,31 @@ class ToolContext:
     created: list[str] = field(default_factory=list)
     _creatures: dict[int, Creature] = field(default_factory=dict, repr=False)
     _resolved: dict[str, Any] = field(default_factory=dict, repr=False)
+    _written: entities.Rows = field(default_factory=dict, repr=False)
+
+    def loaded_rows(self) -> entities.Rows:
+        """The rows this call has read through the context so far (the locked campaign, its
+        creatures, what `once` resolved), by model and primary key: the default `snapshot`
+        takes the pre-state from them instead of reading them again. Valid until `apply`
+        writes: the dispatch asks before it."""
+        rows: entities.Rows = {(Campaign, self.campaign.pk): self.campaign}
+        rows.update(((Creature, c.pk), c) for c in self._creatures.values())
+        for value in self._resolved.values():
+            for item in value if isinstance(value, list) else [value]:
+                if isinstance(item, models.Model) and item.pk is not None:
+                    rows.setdefault((type(item), item.pk), item)
+        return rows
+
+    def save(self, row: models.Model, fields: Any) -> None:
+        """`row.save(update_fields=fields)` for a row this call writes, which also reads the row
+        back as the database now holds it (in the same statement): the dispatch records the
+        post-state from it instead of reading the row again. After this the call writes the row
+        no other way."""
+        self._written[(type(row), row.pk)] = entities.update_returning(row, fields)
+
+    def written_rows(self) -> entities.Rows:
+        """The rows `save` wrote, as the database returned them: the post-state of their keys."""
+        return self._written
 
     def record_created(self, kind: str, pk: Any) -> None:
         self.created.append(entities.key(kind, pk))
@@ -106,7 +131,7 @@ class ToolContext:
         elsewhere. Read once per call: `write_set` resolves it and `apply` reuses the row (the
         context lives for one call, inside its transaction, so the row cannot go stale)."""
         if creature_id not in self._creatures:
-            creature = Creature.objects.filter(campaign_id=self.campaign.pk, pk=creature_id).first()
+            creature = entities.select_row(Creature, creature_id, campaign_id=self.campaign.pk)
             if creature is None:
                 raise ToolError(f"No creature with id {creature_id} in this campaign.")
             self._creatures[creature_id] = creature
@@ -179,7 +204,9 @@ class WriteTool(Tool):
         return []
 
     def snapshot(self, ctx: ToolContext, data: dict[str, Any], keys: list[str]) -> dict[str, Any]:
-        return {"entities": entities.capture_many(ctx.campaign, keys)}
+        """The pre-state of `keys`: from the rows the call has already read (no query), the
+        others read from the database."""
+        return {"entities": entities.capture_many(ctx.campaign, keys, rows=ctx.loaded_rows())}
 
     def apply(self, ctx: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
         raise ToolError(f"{self.name} cannot be applied.")

@@ -8,10 +8,10 @@ independent, while spawning it and later damaging it are not.
 """
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from django.core.exceptions import ValidationError
-from django.db import models
+from django.db import connection, models
 
 from campaigns.models import (
     Achievement,
@@ -139,8 +139,135 @@ def capture(campaign: Campaign, entity_key: str) -> dict[str, Any] | None:
     return {name: _to_json(row[name]) for name in names}
 
 
-def capture_many(campaign: Campaign, keys: list[str]) -> dict[str, dict[str, Any] | None]:
-    return {k: capture(campaign, k) for k in keys}
+def capture_many(
+    campaign: Campaign, keys: list[str], *, rows: "Rows | None" = None
+) -> dict[str, dict[str, Any] | None]:
+    """Each key's fields as JSON (None: no row). A key whose row is in `rows` (loaded in this
+    transaction and not written since) is read from it, without a query."""
+    return {k: loaded(k, rows) if in_rows(k, rows) else capture(campaign, k) for k in keys}
+
+
+# Rows already loaded in the current transaction, by (model, primary key): model instances, or
+# the values `update_returning` read back.
+Rows = dict[tuple[type[models.Model], Any], models.Model | dict[str, Any]]
+
+
+def _row_id(entity_key: str) -> tuple[type[models.Model], Any] | None:
+    try:
+        model = kind_of(entity_key).model
+        return model, model._meta.pk.to_python(parse(entity_key)[1])
+    except (KeyError, ValidationError):
+        return None
+
+
+def in_rows(entity_key: str, rows: Rows | None) -> bool:
+    """Whether `capture_many` serves this key from `rows`, without a query."""
+    return bool(rows) and _row_id(entity_key) in rows
+
+
+def loaded(entity_key: str, rows: Rows) -> dict[str, Any]:
+    """What `capture` returns for the key, from its row in `rows` instead of the database: the
+    same fields, the same values (a row loaded from the database holds what `values()` reads;
+    a row `update_returning` wrote is held as the values the database returned)."""
+    row = rows[_row_id(entity_key)]
+    names = kind_of(entity_key).field_names()
+    if isinstance(row, dict):
+        return {name: _to_json(row[name]) for name in names}
+    return {name: _to_json(getattr(row, name)) for name in names}
+
+
+M = TypeVar("M", bound=models.Model)
+
+
+def update_returning(row: models.Model, fields: Any) -> dict[str, Any]:
+    """Save `fields` of `row` (what `row.save(update_fields=fields)` writes) and return the whole
+    row as the database holds it after the write, by attribute name, as the ORM would read it
+    (one statement: UPDATE … RETURNING); the row's attributes are set to it too. A row that is
+    gone raises LookupError."""
+    meta = row._meta
+    quote = connection.ops.quote_name
+    targets = [meta.get_field(name) for name in fields]
+    reading = _reading(type(row))
+    sql = (
+        f"UPDATE {quote(meta.db_table)} SET "
+        + ", ".join(f"{quote(f.column)} = %s" for f in targets)
+        + f" WHERE {quote(meta.pk.column)} = %s RETURNING {reading.columns}"
+    )
+    params = [f.get_db_prep_save(f.pre_save(row, False), connection) for f in targets]
+    params.append(meta.pk.get_db_prep_value(row.pk, connection))
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        values = cursor.fetchone()
+    if values is None:
+        raise LookupError(f"{meta.label} {row.pk} is gone")
+    held = dict(zip(reading.attnames, reading.convert(values), strict=True))
+    for name, value in held.items():
+        setattr(row, name, value)
+    return held
+
+
+def select_row(model: type[M], pk: Any, *, campaign_id: Any = None, lock: bool = False) -> M | None:
+    """The row of `model` with this primary key (and of this campaign, if given), every concrete
+    field, as `Model.objects.filter(...).first()` reads it, or None; `lock`: FOR UPDATE where
+    the database has it. The hot path's reads (the campaign lock, a tool's target): the SQL is
+    made once per model, not compiled per call."""
+    reading = _reading(model)
+    meta = model._meta
+    quote = connection.ops.quote_name
+    sql = f"SELECT {reading.columns} FROM {quote(meta.db_table)} WHERE {quote(meta.pk.column)} = %s"
+    params = [meta.pk.get_db_prep_value(pk, connection)]
+    if campaign_id is not None:
+        field = meta.get_field("campaign")
+        sql += f" AND {quote(field.column)} = %s"
+        params.append(field.get_db_prep_value(campaign_id, connection))
+    if lock and connection.features.has_select_for_update:
+        sql += " FOR UPDATE"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        values = cursor.fetchone()
+    if values is None:
+        return None
+    return model.from_db(connection.alias, reading.attnames, reading.convert(values))
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """How to read every concrete column of a model: the column list, the attribute names, and
+    per column the converters the ORM applies to what the database returns."""
+
+    columns: str
+    attnames: list[str]
+    converters: list[tuple[Any, list[Any]]]
+
+    def convert(self, values: Any) -> list[Any]:
+        out = list(values)
+        for i, (column, converters) in enumerate(self.converters):
+            for convert in converters:
+                out[i] = convert(out[i], column, connection)
+        return out
+
+
+_readings: dict[tuple[str, type[models.Model]], _Reading] = {}
+
+
+def _reading(model: type[models.Model]) -> _Reading:
+    key = (connection.vendor, model)
+    if key not in _readings:
+        meta = model._meta
+        fields = meta.concrete_fields
+        columns = [f.get_col(meta.db_table) for f in fields]
+        _readings[key] = _Reading(
+            columns=", ".join(
+                f"{connection.ops.quote_name(meta.db_table)}.{connection.ops.quote_name(f.column)}"
+                for f in fields
+            ),
+            attnames=[f.attname for f in fields],
+            converters=[
+                (c, connection.ops.get_db_converters(c) + c.get_db_converters(connection))
+                for c in columns
+            ],
+        )
+    return _readings[key]
 
 
 def _from_json(model: type[models.Model], values: dict[str, Any]) -> dict[str, Any]:

@@ -23,6 +23,10 @@ def log_append(rows: Iterable[Any]) -> None:
         for campaign_id in {row.campaign_id for row in batch} - heads.keys():
             heads[campaign_id] = chain_position(campaign_id)  # before the COPY holds the line
         _copy(_chained(batch, heads))
+    from campaigns.models import Campaign
+
+    for campaign_id, (following, head) in heads.items():  # the log head, as the dispatch keeps it
+        Campaign.objects.filter(pk=campaign_id).update(log_sequence=following - 1, log_head=head)
 
 
 def _chained(batch: list[Any], heads: dict[Any, tuple[int, str]]) -> Iterator[Any]:

@@ -63,6 +63,13 @@ class Campaign(models.Model):
     )
     # Last realtime event number handed out (SPEC §7); advanced under the campaign row lock.
     event_seq = models.BigIntegerField(default=0, editable=False)
+    # The head of the campaign's invocation log (audit/chain.py): the last row's sequence number
+    # and the last link's hash (a row's, or a status transition's after it). Written by every
+    # writer of the log in the transaction that appends, under this row's lock, so the dispatch
+    # reads its place in the chain with the lock itself; `verify_log` checks them against the
+    # chain it walks.
+    log_sequence = models.BigIntegerField(default=0, editable=False)
+    log_head = models.CharField(max_length=64, blank=True, default="", editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -5,13 +5,17 @@ campaign row lock, so numbers follow commit order and a rolled-back change leave
 leave only after commit. A broadcast failure is logged; it never undoes a committed write.
 """
 
+import asyncio
 import json
 import logging
+import os
+import threading
+from collections.abc import Coroutine
 from enum import StrEnum
 from functools import partial
 from typing import Any
 
-from asgiref.sync import async_to_sync
+from asgiref.sync import SyncToAsync, async_to_sync
 from channels.layers import get_channel_layer
 from django.db import connection, transaction
 from django.utils import timezone
@@ -80,11 +84,21 @@ def hello(campaign_id: Any, seq: int) -> dict[str, Any]:
     return {**envelope, "campaign": str(campaign_id), "seq": seq, "at": timezone.now().isoformat()}
 
 
-def broadcast_on_commit(campaign_id: Any, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Number `events` for the campaign and send them when the current transaction commits."""
+def broadcast_on_commit(
+    campaign_id: Any, events: list[dict[str, Any]], *, after: int | None = None
+) -> list[dict[str, Any]]:
+    """Number `events` for the campaign and send them when the current transaction commits.
+
+    `after`: the campaign's `event_seq` as the caller read it under the campaign row lock; the
+    events are numbered after it and the caller stores `after + len(events)` as the new
+    `event_seq` in its own write of the campaign row, before it commits (the audited dispatch
+    does, in the statement that writes its log row). Without it this reserves the numbers
+    itself (one UPDATE, which takes the row lock if the caller does not hold it yet)."""
     if not events:
         return []
-    last = _advance_event_seq(campaign_id, len(events))
+    last = (
+        after + len(events) if after is not None else _advance_event_seq(campaign_id, len(events))
+    )
     at = timezone.now().isoformat()
     first = last - len(events) + 1
     envelopes = [
@@ -117,7 +131,58 @@ def _send(group: str, envelopes: list[dict[str, Any]]) -> None:
         return
     message = {"type": EVENTS_MESSAGE, "texts": [json.dumps(e) for e in envelopes]}
     try:
-        async_to_sync(layer.group_send)(group, message)
+        if _serving_a_loop():
+            async_to_sync(layer.group_send)(group, message)
+        else:
+            _publisher_loop.run(layer.group_send(group, message))
     except Exception:
         seqs = f"{envelopes[0]['seq']}..{envelopes[-1]['seq']}"
         logger.exception("broadcast of events %s (%s) failed", seqs, envelopes[0]["type"])
+
+
+def _serving_a_loop() -> bool:
+    """Whether this thread is sync code run for an event loop (a view under Daphne, a
+    `sync_to_async` call): then the send goes through that loop, as `async_to_sync` does (the
+    in-memory layer's queues belong to it)."""
+    loop = getattr(SyncToAsync.threadlocal, "main_event_loop", None)
+    pid = getattr(SyncToAsync.threadlocal, "main_event_loop_pid", None)
+    return loop is not None and pid == os.getpid() and loop.is_running()
+
+
+class _PublisherLoop:
+    """An event loop of the process's own, on a daemon thread, for sends from plain sync code
+    (a GM worker, a command, a script): `async_to_sync` there starts a thread and an event loop
+    per send (and channels-redis a connection per loop), which cost the audited dispatch more
+    than its statements. The caller still waits for the send, as before."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pid = 0
+
+    def run(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
+        return asyncio.run_coroutine_threadsafe(coroutine, self._running()).result()
+
+    def _running(self) -> asyncio.AbstractEventLoop:
+        loop = self._loop
+        if loop is not None and self._pid == os.getpid() and loop.is_running():
+            return loop
+        with self._lock:  # first use in this process (or after a fork): start the thread
+            if self._loop is None or self._pid != os.getpid() or not self._loop.is_running():
+                started = threading.Event()
+                loop = asyncio.new_event_loop()
+                threading.Thread(
+                    target=self._serve, args=(loop, started), name="realtime-publisher", daemon=True
+                ).start()
+                started.wait()
+                self._loop, self._pid = loop, os.getpid()
+            return self._loop
+
+    @staticmethod
+    def _serve(loop: asyncio.AbstractEventLoop, started: threading.Event) -> None:
+        asyncio.set_event_loop(loop)
+        loop.call_soon(started.set)
+        loop.run_forever()
+
+
+_publisher_loop = _PublisherLoop()

@@ -78,7 +78,7 @@ class StartCombat(WriteTool):
         encounter = Encounter.objects.create(campaign=ctx.campaign, order=order)
         ctx.record_created("encounter", encounter.pk)
         ctx.campaign.active_encounter = encounter
-        ctx.campaign.save(update_fields=["active_encounter"])
+        ctx.save(ctx.campaign, ["active_encounter"])
         return {"encounter_id": encounter.pk, "order": order, "round": 1}
 
     def summarize(self, data: dict[str, Any]) -> str:
@@ -102,9 +102,9 @@ class EndCombat(WriteTool):
     def apply(self, ctx: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
         encounter = active_encounter(ctx)
         encounter.active = False
-        encounter.save(update_fields=["active"])
+        ctx.save(encounter, ["active"])
         ctx.campaign.active_encounter = None
-        ctx.campaign.save(update_fields=["active_encounter"])
+        ctx.save(ctx.campaign, ["active_encounter"])
         return {"encounter_id": encounter.pk, "rounds": encounter.round}
 
     def summarize(self, data: dict[str, Any]) -> str:
@@ -133,7 +133,7 @@ class AdvanceTurn(WriteTool):
         if encounter.turn_index >= len(encounter.order):
             encounter.turn_index = 0
             encounter.round += 1
-        encounter.save(update_fields=["turn_index", "round"])
+        ctx.save(encounter, ["turn_index", "round"])
         current = encounter.order[encounter.turn_index]["creature_id"]
         return {
             "round": encounter.round,

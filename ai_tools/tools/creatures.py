@@ -84,7 +84,7 @@ class ModifyCreature(WriteTool):
         c.hp = max(0, min(c.hp, c.max_hp))
         self._apply_conditions(c, data)
         self._apply_death_save(c, data.get("death_save"))
-        c.save(update_fields=list(entities.CREATURE_VITALS))
+        ctx.save(c, list(entities.CREATURE_VITALS))
         return {
             "creature_id": c.pk,
             "name": c.name,
@@ -186,7 +186,7 @@ class MoveToken(WriteTool):
         c = ctx.creature(data["creature_id"])
         before = [c.x, c.y]
         c.x, c.y = data["x"], data["y"]
-        c.save(update_fields=["x", "y"])
+        ctx.save(c, ["x", "y"])
         return {"creature_id": c.pk, "from": before, "to": [c.x, c.y]}
 
     def summarize(self, data: dict[str, Any]) -> str:
@@ -252,7 +252,7 @@ class GiveItem(WriteTool):
             item.delete()
         else:
             item.quantity = total
-            item.save(update_fields=["quantity"])
+            ctx.save(item, ["quantity"])
         return {"creature_id": creature.pk, "item": data["item"], "quantity": total}
 
     def summarize(self, data: dict[str, Any]) -> str:

@@ -52,7 +52,7 @@ class ConsumeResource(WriteTool):
                 f"Not enough {resource.name}: {resource.current} left, {data['amount']} needed."
             )
         resource.current -= data["amount"]
-        resource.save(update_fields=["current"])
+        ctx.save(resource, ["current"])
         event = ResourceEvent.objects.create(
             campaign=ctx.campaign, resource=resource, delta=-data["amount"], reason="consumed"
         )
@@ -130,7 +130,7 @@ class Rest(WriteTool):
             if gained <= 0:
                 continue
             resource.current = resource.maximum
-            resource.save(update_fields=["current"])
+            ctx.save(resource, ["current"])
             event = ResourceEvent.objects.create(
                 campaign=ctx.campaign,
                 resource=resource,
@@ -145,7 +145,7 @@ class Rest(WriteTool):
             for creature in creatures:
                 creature.hp, creature.temp_hp = creature.max_hp, 0
                 creature.death_save_successes = creature.death_save_failures = 0
-                creature.save(update_fields=list(entities.CREATURE_VITALS))
+                ctx.save(creature, list(entities.CREATURE_VITALS))
         return {"kind": data["kind"], "creatures": [c.pk for c in creatures], "restored": restored}
 
     def summarize(self, data: dict[str, Any]) -> str:

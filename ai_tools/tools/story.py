@@ -68,12 +68,12 @@ class EndAdventure(WriteTool):
             raise ToolError("The adventure has already ended.")
         now = timezone.now()
         campaign.status, campaign.completed_at = Campaign.Status.COMPLETED, now
-        campaign.save(update_fields=["status", "completed_at"])
+        ctx.save(campaign, ["status", "completed_at"])
         episode = self._episode(ctx)
         if episode:
             episode.active, episode.ended_at = False, now
             episode.summary = data.get("summary", "")
-            episode.save(update_fields=["active", "ended_at", "summary"])
+            ctx.save(episode, ["active", "ended_at", "summary"])
         unlocked = []
         members = Membership.objects.filter(campaign=campaign).order_by("user_id")
         for user_id in members.values_list("user_id", flat=True):
@@ -126,7 +126,7 @@ class AdvanceChapter(WriteTool):
         target = self._target(ctx, data)
         previous = ctx.campaign.current_chapter_id
         ctx.campaign.current_chapter = target
-        ctx.campaign.save(update_fields=["current_chapter"])
+        ctx.save(ctx.campaign, ["current_chapter"])
         return {"chapter_id": target.pk, "title": target.title, "previous": previous}
 
     def summarize(self, data: dict[str, Any]) -> str:
@@ -151,7 +151,7 @@ class ActivateDungeon(WriteTool):
         if dungeon is None:
             raise ToolError(f"No dungeon with id {data['dungeon_id']} in this campaign.")
         ctx.campaign.active_dungeon = dungeon
-        ctx.campaign.save(update_fields=["active_dungeon"])
+        ctx.save(ctx.campaign, ["active_dungeon"])
         return {"dungeon_id": dungeon.pk, "name": dungeon.name}
 
     def summarize(self, data: dict[str, Any]) -> str:
@@ -178,7 +178,7 @@ class SetScene(WriteTool):
         ctx.campaign.scene = data["description"]
         if "location" in data:
             ctx.campaign.location = data["location"]
-        ctx.campaign.save(update_fields=["scene", "location"])
+        ctx.save(ctx.campaign, ["scene", "location"])
         return {"scene": ctx.campaign.scene, "location": ctx.campaign.location}
 
     def summarize(self, data: dict[str, Any]) -> str:
@@ -217,7 +217,7 @@ class WriteMemory(WriteTool):
             ctx.record_created("memory", memory.pk)
         else:
             memory.content = data["content"]
-            memory.save(update_fields=["content"])
+            ctx.save(memory, ["content"])
         return {"memory_id": memory.pk, "key": memory.key}
 
     def summarize(self, data: dict[str, Any]) -> str:

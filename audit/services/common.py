@@ -1,19 +1,116 @@
 """Pieces shared by dispatch and revert."""
 
+import functools
 from typing import Any
 
+from django.db import connection, models
+
+from ai_tools import entities
 from audit.chain import chain_tip
-from campaigns.models import Campaign
+from audit.models import ToolInvocation, WriteSetEntry
+from campaigns.models import Campaign, Turn
 
 
 def campaign_lock(campaign_id: Any) -> Campaign:
     """Lock the campaign row: tool calls and reverts of one campaign run one at a time, across
-    processes. Every writer takes this lock first, so lock order is always campaign → rows."""
-    return Campaign.objects.select_for_update().get(pk=campaign_id)
+    processes. Every writer takes this lock first, so lock order is always campaign → rows.
+    The row holds the log head and the last event number, so the lock also reads them."""
+    campaign = entities.select_row(Campaign, campaign_id, lock=True)
+    if campaign is None:
+        raise Campaign.DoesNotExist(f"no campaign {campaign_id}")
+    return campaign
 
 
 def chain_position(campaign_id: Any) -> tuple[int, str]:
     """The next log sequence number and the hash it links to (the chain's last link: a row or
-    a transition after it). Assumes the campaign lock."""
+    a transition after it), read from the log itself. Assumes the campaign lock."""
     tip = chain_tip(campaign_id)
     return tip.sequence + 1, tip.hash
+
+
+def log_append_sql(
+    row: ToolInvocation, *, event_seq: int, check_turn: bool
+) -> list[tuple[str, list[Any]]]:
+    """The statements that append a complete, sealed row to the log: the row, its write-set and
+    read-set entries (`WriteSetEntry`, which conflict detection reads), and the campaign's new
+    log head and last event number; with `check_turn`, last, whether the row's turn was undone
+    (one boolean column). On PostgreSQL all of it is one statement (data-modifying CTEs);
+    elsewhere one statement each. The SQL text is made once per shape."""
+    campaign_id = _prep(Campaign._meta.pk, row.campaign_id)
+    invocation_id = _prep(ToolInvocation._meta.pk, row.pk)
+    entries = [
+        (campaign_id, invocation_id, row.sequence, entities.root(k), k, mode)
+        for mode, keys in (
+            (WriteSetEntry.Mode.WRITE.value, row.write_set),
+            (WriteSetEntry.Mode.READ.value, row.read_set),
+        )
+        for k in keys
+    ]
+    params = [
+        [_prep(f, getattr(row, f.attname)) for f in ToolInvocation._meta.concrete_fields],
+        [value for entry in entries for value in entry],
+        [row.sequence, row.row_hash, event_seq, campaign_id],
+        [row.turn_id] if check_turn else [],
+    ]
+    shape = (connection.vendor, len(entries), check_turn)
+    if shape not in _append_sql:
+        _append_sql[shape] = _append_statements(len(entries), check_turn)
+    texts = _append_sql[shape]
+    if len(texts) == 1:
+        return [(texts[0], [p for ps in params for p in ps])]
+    return [(text, ps) for text, ps in zip(texts, params, strict=False) if text]
+
+
+_append_sql: dict[tuple[str, int, bool], list[str]] = {}
+
+
+def _append_statements(entries: int, check_turn: bool) -> list[str]:
+    """The SQL of `log_append_sql` for a row with this many entries: one text on PostgreSQL;
+    elsewhere the row's INSERT, the entries' ("" for none), the campaign's UPDATE and the turn
+    check ("" without one)."""
+    quote = connection.ops.quote_name
+    fields = ToolInvocation._meta.concrete_fields
+    entry_fields = [f for f in WriteSetEntry._meta.concrete_fields if not f.primary_key]
+    campaign, turns = Campaign._meta, Turn._meta
+    texts = [
+        _insert_sql(ToolInvocation._meta.db_table, fields, 1),
+        _insert_sql(WriteSetEntry._meta.db_table, entry_fields, entries) if entries else "",
+        f"UPDATE {quote(campaign.db_table)} SET log_sequence = %s, log_head = %s, "
+        f"event_seq = %s WHERE {quote(campaign.pk.column)} = %s",
+        f"SELECT EXISTS (SELECT 1 FROM {quote(turns.db_table)} WHERE "
+        f"{quote(turns.pk.column)} = %s AND reverted_at IS NOT NULL)"
+        if check_turn
+        else "",
+    ]
+    if connection.vendor != "postgresql":
+        return texts
+    writes = [f"w{i} AS ({text})" for i, text in enumerate(texts[:3]) if text]
+    return [f"WITH {', '.join(writes)} {texts[3] or 'SELECT 1'}"]
+
+
+def _prep(field: Any, value: Any) -> Any:
+    """A value as the ORM sends it for this field (plain strings, integers, booleans and nulls
+    of plain columns as they are)."""
+    if (value is None or type(value) in (str, int, bool)) and field in _plain_fields():
+        return value
+    return field.get_db_prep_save(value, connection)
+
+
+@functools.cache
+def _plain_fields() -> frozenset[Any]:
+    """Fields that send a str, int, bool or None unchanged (not JSON, not a uuid, not a date)."""
+    plain = (models.CharField, models.TextField, models.IntegerField, models.BooleanField)
+    return frozenset(
+        f
+        for model in (ToolInvocation, WriteSetEntry, Campaign)
+        for f in model._meta.concrete_fields
+        if isinstance(f.target_field if f.is_relation else f, plain)
+        and not isinstance(f.target_field if f.is_relation else f, models.JSONField)
+    )
+
+
+def _insert_sql(table: str, fields: list[Any], rows: int) -> str:
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(f.column) for f in fields)
+    one = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    return f"INSERT INTO {quote(table)} ({columns}) VALUES {', '.join([one] * rows)}"

@@ -5,14 +5,14 @@ import logging
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from ai_tools import entities, registry
 from ai_tools.base import ToolContext, ToolError, WriteTool
 from audit.chain import seal
-from audit.models import InvocationOrigin, ToolInvocation, WriteSetEntry
-from audit.services.common import campaign_lock, chain_position
+from audit.models import InvocationOrigin, ToolInvocation
+from audit.services.common import campaign_lock, log_append_sql
 from campaigns.models import Campaign, Turn
 from campaigns.realtime import EventSource, broadcast_on_commit, event
 from core.errors import AuditLogFailure, Conflict, InvalidInput
@@ -102,9 +102,11 @@ def invocation_dispatch(
     try:
         with transaction.atomic(durable=True):
             locked = campaign_lock(campaign.pk)
-            _refuse_if_undone(turn)
-            row = _insert_log_row(row_fields, status=ToolInvocation.Status.PENDING)
-            _run(tool, ToolContext(campaign=locked, actor=actor, turn=turn), row)
+            checked = _refuse_if_undone_early(turn)
+            row = _new_row(row_fields, locked, status=ToolInvocation.Status.COMMITTED)
+            ctx = ToolContext(campaign=locked, actor=actor, turn=turn)
+            event_seq = _run(tool, ctx, row, after=locked.event_seq)
+            _append(row, locked, event_seq=event_seq, turn_checked=checked)
     except _ToolFailed as failure:
         return _record_failed(row_fields, str(failure))
     return row
@@ -116,37 +118,69 @@ def _caller_if_not_actor(requested_by: Any, actor: Any) -> int | None:
     return requested_by.pk
 
 
-def _insert_log_row(fields: dict[str, Any], **extra: Any) -> ToolInvocation:
-    """Fail-closed: no log row, no tool call (the caller's transaction rolls back)."""
+def _new_row(fields: dict[str, Any], locked: Campaign, **extra: Any) -> ToolInvocation:
+    """The log row, not yet written: next in the campaign's chain, as the locked campaign row's
+    log head says (every writer of the log keeps it current under the same lock)."""
+    return ToolInvocation(
+        sequence=locked.log_sequence + 1,
+        prev_hash=locked.log_head,
+        created_at=timezone.now(),
+        **fields,
+        **extra,
+    )
+
+
+def _append(row: ToolInvocation, locked: Campaign, *, event_seq: int, turn_checked: bool) -> None:
+    """Write the complete row, sealed, with its write/read-set entries and the campaign's new
+    log head and event number. Fail-closed: if this fails, the transaction rolls back with the
+    tool's mutation (AuditLogFailure). On PostgreSQL it is one statement, which also checks
+    that the row's turn was not undone (the campaign lock is held, and a statement started now
+    sees any undo committed before the lock was taken): then Conflict, and nothing stays."""
+    seal(row)
+    undone = False
     try:
-        sequence, prev_hash = chain_position(fields["campaign_id"])
-        row = ToolInvocation.objects.create(
-            sequence=sequence, prev_hash=prev_hash, **fields, **extra
-        )
-        if row.status == ToolInvocation.Status.FAILED:
-            seal(row)
-            row.save(update_fields=["row_hash"])
-        return row
+        statements = log_append_sql(row, event_seq=event_seq, check_turn=not turn_checked)
+        with connection.cursor() as cursor:
+            for sql, params in statements:
+                cursor.execute(sql, params)
+            if not turn_checked:
+                undone = bool(cursor.fetchone()[0])
     except Exception as exc:
-        logger.exception("audit log insert failed for %s", fields["tool_name"])
+        logger.exception("audit log insert failed for %s", row.tool_name)
         raise AuditLogFailure() from exc
+    if undone:
+        raise Conflict(UNDONE)
+    locked.log_sequence, locked.log_head, locked.event_seq = row.sequence, row.row_hash, event_seq
 
 
-def _refuse_if_undone(turn: Turn | None) -> None:
+UNDONE = "This turn has been undone; no more tool calls can join it."
+
+
+def _refuse_if_undone_early(turn: Turn | None) -> bool:
     """No call joins a turn that was undone. Checked under the campaign lock, which undo holds
-    too, so an undo racing a GM's tool call cannot leave a committed call on an undone turn."""
-    if turn is not None and Turn.objects.filter(pk=turn.pk, reverted_at__isnull=False).exists():
-        raise Conflict("This turn has been undone; no more tool calls can join it.")
+    too, so an undo racing a GM's tool call cannot leave a committed call on an undone turn.
+    On PostgreSQL the statement that writes the row checks it (no query of its own: returns
+    False); elsewhere it is checked here, before the tool runs (returns True)."""
+    if turn is None:
+        return True
+    if connection.vendor == "postgresql":
+        return False
+    if Turn.objects.filter(pk=turn.pk, reverted_at__isnull=False).exists():
+        raise Conflict(UNDONE)
+    return True
 
 
 def _record_failed(fields: dict[str, Any], error: str) -> ToolInvocation:
     with transaction.atomic(durable=True):
-        campaign_lock(fields["campaign_id"])
-        _refuse_if_undone(fields["turn"])
-        return _insert_log_row(fields, status=ToolInvocation.Status.FAILED, error=error)
+        locked = campaign_lock(fields["campaign_id"])
+        checked = _refuse_if_undone_early(fields["turn"])
+        row = _new_row(fields, locked, status=ToolInvocation.Status.FAILED, error=error)
+        _append(row, locked, event_seq=locked.event_seq, turn_checked=checked)
+        return row
 
 
-def _run(tool: WriteTool, ctx: ToolContext, row: ToolInvocation) -> None:
+def _run(tool: WriteTool, ctx: ToolContext, row: ToolInvocation, *, after: int) -> int:
+    """Run the tool and fill in the row; the campaign's last event number after its events."""
     data = row.input
     _guarded(tool, tool.authorize, ctx, data)
     keys = _guarded(tool, tool.write_set, ctx, data)
@@ -157,23 +191,28 @@ def _run(tool: WriteTool, ctx: ToolContext, row: ToolInvocation) -> None:
     if snapshot is not None and "entities" in snapshot:
         for created in ctx.created:
             snapshot["entities"].setdefault(created, None)
-    post_state = entities.capture_many(ctx.campaign, written)
-    _commit(
+    post_state = entities.capture_many(ctx.campaign, written, rows=ctx.written_rows())
+    return _commit(
         row,
         result=result,
         snapshot=snapshot,
         snapshot_error=snapshot_error,
         post_state=post_state,
         reads=reads,
+        after=after,
     )
 
 
 def _take_snapshot(
     tool: WriteTool, ctx: ToolContext, data: dict, keys: list[str]
 ) -> tuple[dict | None, str]:
-    """Fail-open: a broken snapshot costs the undo, not the turn. The savepoint keeps a failed
-    query from aborting the transaction the tool still has to run in."""
+    """Fail-open: a broken snapshot costs the undo, not the turn. When the snapshot reads the
+    database, a savepoint keeps a failed query from aborting the transaction the tool still
+    has to run in; the default snapshot of rows the call has already read runs no query, and
+    needs none."""
     try:
+        if _from_loaded_rows(tool, ctx, keys):
+            return tool.snapshot(ctx, data, keys), ""
         with transaction.atomic():
             return tool.snapshot(ctx, data, keys), ""
     except Exception as exc:
@@ -181,6 +220,14 @@ def _take_snapshot(
             raise  # an outage costs the call (fail-closed), not silently its undo
         logger.exception("snapshot capture failed for %s", tool.name)
         return None, f"Snapshot capture failed ({type(exc).__name__}: {exc}); not revertible."
+
+
+def _from_loaded_rows(tool: WriteTool, ctx: ToolContext, keys: list[str]) -> bool:
+    """Whether the tool's snapshot is the default one and every key's row is already loaded."""
+    if getattr(tool.snapshot, "__func__", None) is not WriteTool.snapshot:
+        return False
+    rows = ctx.loaded_rows()
+    return all(entities.in_rows(k, rows) for k in keys)
 
 
 def _guarded(tool: WriteTool, method: Callable[..., T], *args: Any) -> T:
@@ -215,8 +262,10 @@ def _commit(
     snapshot_error: str,
     post_state: dict,
     reads: list[str],
-) -> None:
-    row.status = ToolInvocation.Status.COMMITTED
+    after: int,
+) -> int:
+    """Fill in the committed row; its events are numbered after `after` and leave after
+    commit. Returns the campaign's new last event number."""
     row.result = result
     row.revert_snapshot = snapshot
     row.revertible = snapshot is not None
@@ -235,21 +284,5 @@ def _commit(
         )
         for k, fields in post_state.items()
     ]
-    row.broadcast_events = broadcast_on_commit(row.campaign_id, events)
-    seal(row)
-    row.save()
-    WriteSetEntry.objects.bulk_create(
-        WriteSetEntry(
-            campaign_id=row.campaign_id,
-            invocation=row,
-            sequence=row.sequence,
-            root=entities.root(k),
-            key=k,
-            mode=mode,
-        )
-        for mode, keys in (
-            (WriteSetEntry.Mode.WRITE, row.write_set),
-            (WriteSetEntry.Mode.READ, reads),
-        )
-        for k in keys
-    )
+    row.broadcast_events = broadcast_on_commit(row.campaign_id, events, after=after)
+    return after + len(events)

@@ -12,9 +12,9 @@ LIST_QUERIES = 2
 # The campaign (visibility, in the view), then in the service's transaction: savepoint, the
 # campaign again (visibility and row lock in one query), the invocation row lock, the later
 # writers of its write set (conflicts), the turn for the tool context, the restore, the row's
-# status, the restored state, the chain's tip (last row, last transition after it) and the
-# transition link, the event sequence, release.
-REVERT_QUERIES = 14
+# status, the restored state, the chain's tip (last row, last transition after it), the
+# transition link and the campaign's log head, the event sequence, release.
+REVERT_QUERIES = 15
 
 
 @pytest.mark.parametrize("rows", [5, 50])

@@ -1,6 +1,7 @@
 """`POST …/turns/{tid}/tool-calls/`: an external agent's tool call through the audited dispatch."""
 
 import pytest
+from django.db import DatabaseError
 from django.urls import reverse
 
 from audit.models import SecurityEvent, ToolInvocation
@@ -8,6 +9,7 @@ from campaigns.models import Creature
 from campaigns.services import turn_create
 from tests.api.conftest import campaign_url, client_for, dump, play_turn
 from tests.conftest import signed_in
+from tests.infra.faults import database_drops_at
 
 pytestmark = pytest.mark.django_db
 
@@ -110,19 +112,18 @@ def test_a_blank_or_overlong_tool_name_is_400_without_a_row(world, as_owner):
     assert not ToolInvocation.objects.exists()
 
 
-def test_an_audit_log_failure_is_503_and_the_tool_does_not_run(world, as_owner, monkeypatch):
+def test_an_audit_log_failure_is_503_and_the_tool_call_is_rolled_back(world, as_owner):
     turn = world.turn(world.owner)
     before = dump(world.campaign)
-
-    def broken_create(**fields):
-        raise RuntimeError("disk full")
-
-    monkeypatch.setattr(ToolInvocation.objects, "create", broken_create)
-    response = as_owner.post(
-        tool_call_url(world, turn),
-        {"tool": "move_token", "input": {"creature_id": world.goblin.pk, "x": 9, "y": 9}},
-        format="json",
-    )
+    with database_drops_at(
+        'INSERT INTO "audit_toolinvocation"', message="disk full", raise_as=DatabaseError
+    ) as struck:
+        response = as_owner.post(
+            tool_call_url(world, turn),
+            {"tool": "move_token", "input": {"creature_id": world.goblin.pk, "x": 9, "y": 9}},
+            format="json",
+        )
+    assert struck
     assert response.status_code == 503
     assert response.json() == {"detail": "Internal audit-log failure. Please retry."}
     assert dump(world.campaign) == before

@@ -1,34 +1,41 @@
 """Fault injection: fail-closed on the log, fail-open on the snapshot, atomic on tool errors."""
 
 import pytest
-from django.db import DatabaseError
+from django.db import DatabaseError, connection
+from django.test.utils import CaptureQueriesContext
 
 from ai_tools import registry
 from audit.models import ToolInvocation
 from audit.services import invocation_dispatch, invocation_revert
-from campaigns.models import Creature, ResourceEvent
+from campaigns.models import Campaign, Creature, ResourceEvent
 from core.errors import AuditLogFailure
 from tests.conftest import dump
+from tests.infra.faults import database_drops_at
 
 
-def test_log_insert_failure_refuses_to_run_the_tool(world, monkeypatch):
+def test_log_insert_failure_rolls_the_tool_call_back(world):
+    """The row is written after `apply`, in the dispatch's one transaction: when it cannot be
+    written, the mutation already made rolls back with it (fail-closed: no row, no change)."""
     before = dump(world.campaign)
-
-    def broken_create(*args, **kwargs):
-        raise DatabaseError("disk full")
-
-    monkeypatch.setattr(ToolInvocation.objects, "create", broken_create)
-    with pytest.raises(AuditLogFailure) as caught:
+    with (
+        CaptureQueriesContext(connection) as queries,
+        database_drops_at(
+            'INSERT INTO "audit_toolinvocation"', message="disk full", raise_as=DatabaseError
+        ) as struck,
+        pytest.raises(AuditLogFailure) as caught,
+    ):
         invocation_dispatch(
             campaign=world.campaign,
             actor=world.owner,
             tool_name="modify_creature",
             input={"creature_id": world.goblin.pk, "hp_delta": -5},
         )
+    assert struck, "the fault must strike the log row's insert"
+    assert any('UPDATE "campaigns_creature"' in q["sql"] for q in queries), "the tool had run"
     assert caught.value.detail == "Internal audit-log failure. Please retry."
-    monkeypatch.undo()
     assert dump(world.campaign) == before
     assert not ToolInvocation.objects.exists()
+    assert Campaign.objects.get(pk=world.campaign.pk).log_sequence == 0
 
 
 def test_snapshot_failure_still_runs_the_tool_but_it_cannot_be_reverted(world, monkeypatch):

@@ -3,10 +3,14 @@
 import pytest
 from django.db import transaction
 
+from ai_tools import entities, registry
+from audit import chain
 from audit.models import InvocationOrigin, ToolInvocation, WriteSetEntry
-from audit.services import invocation_dispatch, turn_undo
-from campaigns.models import Creature
+from audit.services import invocation_dispatch, invocation_revert, turn_undo
+from campaigns.models import Campaign, Creature
 from core.errors import Conflict
+from tests.ai_tools.examples import example_cases, example_input
+from tests.conftest import rolled_back
 
 
 def damage(world, amount=3, actor=None, **extra):
@@ -167,3 +171,29 @@ def test_dispatch_refuses_to_run_inside_another_transaction(world, tool_name, in
         )
     assert not ToolInvocation.objects.exists()
     assert Creature.objects.get(pk=world.goblin.pk).hp == 7
+
+
+@pytest.mark.parametrize("tool_name,index", example_cases())
+def test_the_recorded_states_are_what_the_database_held(world, tool_name, index):
+    """The snapshot is taken from the rows the call already read and the post-state from what
+    its writes returned (no query of their own): each must equal reading the entity from the
+    database, before the call and after it, and the row as stored must equal the row the
+    dispatch returned and sealed."""
+    tool = registry.write_tool(tool_name)
+    data = example_input(world, tool, index)
+    row = invocation_dispatch(
+        campaign=world.campaign, actor=world.owner, tool_name=tool_name, input=data
+    )
+    assert row.status == "committed", row.error
+    campaign = Campaign.objects.get(pk=world.campaign.pk)
+    before = entities.snapshot_map(row.revert_snapshot)
+    for key, fields in row.post_state.items():
+        assert fields == entities.capture(campaign, key), key
+    with rolled_back():
+        invocation_revert(campaign_id=campaign.pk, invocation_id=row.pk, user=world.owner)
+        for key, fields in before.items():
+            assert fields == entities.capture(campaign, key), key
+    stored = ToolInvocation.objects.get(pk=row.pk)
+    assert chain.row_hash(stored, stored.prev_hash) == row.row_hash
+    assert (campaign.log_sequence, campaign.log_head) == (row.sequence, row.row_hash)
+    assert campaign.event_seq == row.broadcast_events[-1]["seq"]

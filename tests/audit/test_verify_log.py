@@ -375,6 +375,32 @@ def test_one_number_has_one_canonical_spelling():
     assert chain.canonical(True) == "true" and chain.canonical(1) == "1e0"
 
 
+ANY_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=ANY_JSON | JSON)
+def test_the_fast_canonical_writes_what_the_definition_writes(value):
+    """`canonical` (a walk, the one the dispatch seals with) against `canonical_by_tokens` (the
+    definition: sorted dump, numbers rewritten): every existing seal stays valid."""
+    assert chain.canonical(value) == chain.canonical_by_tokens(value)
+
+
+def test_the_fast_canonical_is_not_limited_by_depth():
+    deep: Any = 0
+    for _ in range(400):
+        deep = {"a": [deep, 1.5, "x"]}
+    assert chain.canonical(deep) == chain.canonical_by_tokens(deep)
+
+
 @pytest.mark.parametrize(
     "value", [1e16, 1e308, -0.0, 5e-324, 1e-7, 10**30 + 1, 0.1, 6.0, [1e16, {"a": -0.0}]]
 )
