@@ -29,8 +29,8 @@ def fill_heads(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("audit", "0010_invocation_tool_use_id"),
-        ("campaigns", "0004_campaign_log_head"),
+        ("audit", "0011_analytics_indexes"),
+        ("campaigns", "0007_campaign_log_head"),
     ]
 
     operations = [migrations.RunPython(fill_heads, migrations.RunPython.noop)]

@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("campaigns", "0003_durable_turns"),
+        ("campaigns", "0006_invites"),
     ]
 
     operations = [
