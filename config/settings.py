@@ -65,6 +65,8 @@ INSTALLED_APPS = [
     "axes",
     "django_tasks",
     "django_tasks_db",
+    # The SQLite channel layer's tables (CHANNEL_LAYER=sqlite); migrated on every engine.
+    "channels_lite",
     "campaigns",
     "ai_tools",
     "audit",
@@ -156,7 +158,30 @@ else:
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-if os.environ.get("REDIS_URL"):
+# The channel layer carries every realtime event from the process that commits it (a web
+# server, a task worker running a GM turn) to the processes holding the websockets:
+#   redis   channels-redis; the default when REDIS_URL is set (production, CI).
+#   sqlite  channels-lite's SQLiteChannelLayer on the SQLite database itself; the default of the
+#           embedded default, where `make run` has a web server and a worker in two processes.
+#   memory  Channels' in-memory layer: one process only (a worker's events never reach a
+#           browser); only for code that publishes and listens in the same process.
+CHANNEL_LAYER = os.environ.get(
+    "CHANNEL_LAYER",
+    "redis"
+    if os.environ.get("REDIS_URL")
+    else "sqlite"
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3"
+    else "memory",
+)
+# A group membership outlives the longest a socket may stay open: Daphne closes every socket
+# after its --websocket_timeout (the Procfile keeps Daphne's default, 24 h) and the page opens a
+# new one, which joins again. A membership that lapsed first would silence an open socket.
+WEBSOCKET_TIMEOUT = 86400
+GROUP_EXPIRY = WEBSOCKET_TIMEOUT + 3600
+
+if CHANNEL_LAYER == "redis":
+    if not os.environ.get("REDIS_URL"):
+        raise ImproperlyConfigured("CHANNEL_LAYER=redis needs REDIS_URL.")
     from channels_redis.core import RedisChannelLayer
 
     # Every idle feed waits in a blocking read (BZPOPMIN) of `brpop_timeout` seconds; a socket
@@ -186,11 +211,38 @@ if os.environ.get("REDIS_URL"):
                 ],
                 "capacity": 1000,
                 "expiry": 30,
+                "group_expiry": GROUP_EXPIRY,
             },
         }
     }
-else:
+elif CHANNEL_LAYER == "sqlite":
+    if DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3":
+        raise ImproperlyConfigured(
+            "CHANNEL_LAYER=sqlite needs the SQLite database (no DATABASE_URL)."
+        )
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_lite.layers.core.SQLiteChannelLayer",
+            "CONFIG": {
+                # Messages are rows in the app's own database, in its WAL file, under its busy
+                # timeout; each process holding websockets polls for its own every
+                # `polling_interval` seconds (the delay an event may add), one query when idle.
+                "database": "default",
+                "polling_interval": 0.1,
+                # As Redis's: the capacity counts a whole web process's undelivered messages
+                # (all its sockets), so it must hold a burst to every socket of the table.
+                "capacity": 1000,
+                "expiry": 30,
+                "group_expiry": GROUP_EXPIRY,
+            },
+        }
+    }
+elif CHANNEL_LAYER == "memory":
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+else:
+    raise ImproperlyConfigured(
+        f"CHANNEL_LAYER must be redis, sqlite or memory, not {CHANNEL_LAYER!r}."
+    )
 
 AUTHENTICATION_BACKENDS = [
     # First: refuses a locked-out username+address before any password is checked.

@@ -20,6 +20,7 @@ from django.db import connections
 from tests.conftest import World, build_world
 from tests.processes import (
     SERVER_APPLICATION_NAME,
+    Feed,
     WorkerProcess,
     api_token,
     daphne_server,
@@ -27,7 +28,7 @@ from tests.processes import (
     worker_start,
 )
 
-__all__ = ["SERVER_APPLICATION_NAME", "WorkerProcess", "api_token", "http"]
+__all__ = ["SERVER_APPLICATION_NAME", "Feed", "WorkerProcess", "api_token", "http"]
 
 # Fixtures whose processes open the test database from outside this process.
 OTHER_PROCESSES = {"asgi_server", "gm_workers"}
