@@ -222,13 +222,15 @@ elif CHANNEL_LAYER == "sqlite":
         )
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_lite.layers.core.SQLiteChannelLayer",
+            # channels-lite's aiosqlite layer, adapted (config/channel_layer.py).
+            "BACKEND": "config.channel_layer.SQLiteChannelLayer",
             "CONFIG": {
                 # Messages are rows in the app's own database, in its WAL file, under its busy
                 # timeout; each process holding websockets polls for its own every
-                # `polling_interval` seconds (the delay an event may add), one query when idle.
+                # `polling_interval` seconds (the delay an event may add), one query when idle,
+                # on connections of its own: never on the thread sync code shares.
                 "database": "default",
-                "polling_interval": 0.1,
+                "polling_interval": 0.05,
                 # As Redis's: the capacity counts a whole web process's undelivered messages
                 # (all its sockets), so it must hold a burst to every socket of the table.
                 "capacity": 1000,

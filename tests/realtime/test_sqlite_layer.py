@@ -1,4 +1,4 @@
-"""The embedded default's channel layer (channels-lite's SQLiteChannelLayer): a socket that hears
+"""The embedded default's channel layer (config/channel_layer.py, on channels-lite): a socket that hears
 nothing for longer than every timeout of the layer stays open and in its campaign's group, and
 hears the next event. The timeouts are cut to a second so the silence takes seconds."""
 
@@ -20,6 +20,7 @@ pytestmark = [
     pytest.mark.skipif(connection.vendor != "sqlite", reason="the layer lives in SQLite"),
 ]
 
+SQLITE_LAYER = "config.channel_layer.SQLiteChannelLayer"
 EXPIRY = 1  # seconds: a message's life, and how long the layer's poller may sit idle
 SILENCE = 3 * EXPIRY + 1  # seconds without a single event on the socket
 
@@ -29,9 +30,9 @@ def short_timeouts(settings):
     """The SQLite layer as configured, with its message expiry and poller idle timeout cut to
     EXPIRY; the group expiry stays as configured (it outlives every socket Daphne keeps)."""
     layers = copy.deepcopy(django_settings.CHANNEL_LAYERS)
-    if not layers["default"]["BACKEND"].startswith("channels_lite."):
+    if layers["default"]["BACKEND"] != SQLITE_LAYER:
         layers["default"] = {
-            "BACKEND": "channels_lite.layers.core.SQLiteChannelLayer",
+            "BACKEND": SQLITE_LAYER,
             "CONFIG": {"database": "default", "group_expiry": django_settings.GROUP_EXPIRY},
         }
     layers["default"]["CONFIG"].update(expiry=EXPIRY, polling_idle_timeout=EXPIRY)
