@@ -9,8 +9,9 @@ process of its own cannot open SQLite's in-memory test database, so when a test 
 collected the SQLite test database becomes a file; so it does under the embedded default's SQLite
 channel layer (config/channel_layer.py), whose connections of its own would find the in-memory
 database's shared cache locked by the test's ("database table is locked": no busy timeout there)
-where a file's WAL lets readers and a writer share it as in production. Loaded as a plugin by tests/conftest.py;
-the processes themselves are started by tests/processes.py, which the benchmarks share.
+where a file's WAL lets readers and a writer share it as in production. Loaded as a plugin by
+tests/conftest.py; the processes themselves are started by tests/processes.py, which the
+benchmarks share.
 """
 
 import os

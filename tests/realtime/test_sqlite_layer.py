@@ -1,6 +1,6 @@
-"""The embedded default's channel layer (config/channel_layer.py, on channels-lite): a socket that hears
-nothing for longer than every timeout of the layer stays open and in its campaign's group, and
-hears the next event. The timeouts are cut to a second so the silence takes seconds."""
+"""The embedded default's channel layer (config/channel_layer.py, on channels-lite): a socket
+that hears nothing for longer than every timeout of the layer stays open and in its campaign's
+group, and hears the next event. The timeouts are cut to a second so the silence takes seconds."""
 
 import copy
 
