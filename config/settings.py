@@ -161,8 +161,9 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # The channel layer carries every realtime event from the process that commits it (a web
 # server, a task worker running a GM turn) to the processes holding the websockets:
 #   redis   channels-redis; the default when REDIS_URL is set (production, CI).
-#   sqlite  channels-lite's SQLiteChannelLayer on the SQLite database itself; the default of the
-#           embedded default, where `make run` has a web server and a worker in two processes.
+#   sqlite  channels-lite's aiosqlite layer on the SQLite database itself (config/channel_layer.py);
+#           the default of the embedded default, where `make run` has a web server and a worker
+#           in two processes.
 #   memory  Channels' in-memory layer: one process only (a worker's events never reach a
 #           browser); only for code that publishes and listens in the same process.
 CHANNEL_LAYER = os.environ.get(
