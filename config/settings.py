@@ -1,7 +1,8 @@
 """Settings, read from the environment.
 
-The embedded default (no environment at all) is SQLite with IMMEDIATE write transactions and the
-in-memory channel layer, so `make run` works on a bare machine. `DATABASE_URL=postgres://...`
+The embedded default (no environment at all) is SQLite with IMMEDIATE write transactions and a
+channel layer in the same SQLite file (config/channel_layer.py), so `make run` works on a bare
+machine and its worker's events reach the web process's websockets. `DATABASE_URL=postgres://...`
 switches to PostgreSQL and `REDIS_URL=redis://...` to channels-redis; production sets
 `DJANGO_DEBUG=0` and must then provide a real `DJANGO_SECRET_KEY`.
 """

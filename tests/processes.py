@@ -245,7 +245,7 @@ def worker_start(name: str, log: Path, *, interval: float = 0.1, **env: str) -> 
     """A task worker process (`manage.py db_worker`, every queue, no start-up delay) named
     `name`, polling every `interval` seconds when idle, on this process's database, running the
     scripted GM, with `env` (GM_SCRIPTED_DELAY=..., ...) added to its environment. It publishes
-    through the configured channel layer (with REDIS_URL, to other processes' websockets)."""
+    through the configured channel layer (Redis or SQLite: to other processes' websockets)."""
     environment = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "SQLITE_PATH")}
     environment.update(database_environment(), GM_PROVIDER="scripted", **env)
     command = [sys.executable, "manage.py", "db_worker", "--queue-name", "*", "--no-reload"]

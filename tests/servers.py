@@ -80,8 +80,9 @@ def live_world(transactional_db) -> World:
 def gm_workers(transactional_db, tmp_path) -> Iterator[Callable[..., WorkerProcess]]:
     """Start task worker processes (`manage.py db_worker`) on the test database: `start(delay=
     seconds the scripted GM waits per round, lease=GM_LEASE_SECONDS, attempts=GM_MAX_ATTEMPTS)`.
-    They run the scripted GM and publish through the configured channel layer (with REDIS_URL,
-    events reach other processes' websockets). Every worker is stopped after the test."""
+    They run the scripted GM and publish through the configured channel layer (Redis, or the
+    embedded default's SQLite layer: events reach other processes' websockets). Every worker is
+    stopped after the test."""
     started: list[WorkerProcess] = []
 
     def start(delay: float = 0, lease: float = 60, attempts: int = 3) -> WorkerProcess:
