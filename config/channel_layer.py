@@ -81,6 +81,15 @@ class SQLiteChannelLayer(AIOSQLiteChannelLayer):
         if pool is not None:
             await pool.close()
 
+    async def _receive_single_from_db(self, channel):
+        # The poller's loop ends on cancel (a socket's loop closing cancels it); but the pool's
+        # asyncio.wait_for (Python < 3.12) can swallow a cancel that lands as its query ends,
+        # and the poller would then poll on while the loop waits for it to end, for ever.
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise asyncio.CancelledError
+        return await super()._receive_single_from_db(channel)
+
     def _to_django_datetime(self, dt: datetime | None = None) -> str:
         # channels-lite passes naive local times (datetime.now()); astimezone reads them so.
         dt = datetime.now(UTC) if dt is None else dt.astimezone(UTC)
