@@ -1,7 +1,8 @@
 """Settings, read from the environment.
 
-The embedded default (no environment at all) is SQLite with IMMEDIATE write transactions and the
-in-memory channel layer, so `make run` works on a bare machine. `DATABASE_URL=postgres://...`
+The embedded default (no environment at all) is SQLite with IMMEDIATE write transactions and a
+channel layer in the same SQLite file (config/channel_layer.py), so `make run` works on a bare
+machine and its worker's events reach the web process's websockets. `DATABASE_URL=postgres://...`
 switches to PostgreSQL and `REDIS_URL=redis://...` to channels-redis; production sets
 `DJANGO_DEBUG=0` and must then provide a real `DJANGO_SECRET_KEY`.
 """
@@ -65,6 +66,8 @@ INSTALLED_APPS = [
     "axes",
     "django_tasks",
     "django_tasks_db",
+    # The SQLite channel layer's tables (CHANNEL_LAYER=sqlite); migrated on every engine.
+    "channels_lite",
     "campaigns",
     "ai_tools",
     "audit",
@@ -156,7 +159,31 @@ else:
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-if os.environ.get("REDIS_URL"):
+# The channel layer carries every realtime event from the process that commits it (a web
+# server, a task worker running a GM turn) to the processes holding the websockets:
+#   redis   channels-redis; the default when REDIS_URL is set (production, CI).
+#   sqlite  channels-lite's aiosqlite layer on the SQLite database itself (config/channel_layer.py);
+#           the default of the embedded default, where `make run` has a web server and a worker
+#           in two processes.
+#   memory  Channels' in-memory layer: one process only (a worker's events never reach a
+#           browser); only for code that publishes and listens in the same process.
+CHANNEL_LAYER = os.environ.get(
+    "CHANNEL_LAYER",
+    "redis"
+    if os.environ.get("REDIS_URL")
+    else "sqlite"
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3"
+    else "memory",
+)
+# A group membership outlives the longest a socket may stay open: Daphne closes every socket
+# after its --websocket_timeout (the Procfile keeps Daphne's default, 24 h) and the page opens a
+# new one, which joins again. A membership that lapsed first would silence an open socket.
+WEBSOCKET_TIMEOUT = 86400
+GROUP_EXPIRY = WEBSOCKET_TIMEOUT + 3600
+
+if CHANNEL_LAYER == "redis":
+    if not os.environ.get("REDIS_URL"):
+        raise ImproperlyConfigured("CHANNEL_LAYER=redis needs REDIS_URL.")
     from channels_redis.core import RedisChannelLayer
 
     # Every idle feed waits in a blocking read (BZPOPMIN) of `brpop_timeout` seconds; a socket
@@ -186,11 +213,40 @@ if os.environ.get("REDIS_URL"):
                 ],
                 "capacity": 1000,
                 "expiry": 30,
+                "group_expiry": GROUP_EXPIRY,
             },
         }
     }
-else:
+elif CHANNEL_LAYER == "sqlite":
+    if DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3":
+        raise ImproperlyConfigured(
+            "CHANNEL_LAYER=sqlite needs the SQLite database (no DATABASE_URL)."
+        )
+    CHANNEL_LAYERS = {
+        "default": {
+            # channels-lite's aiosqlite layer, adapted (config/channel_layer.py).
+            "BACKEND": "config.channel_layer.SQLiteChannelLayer",
+            "CONFIG": {
+                # Messages are rows in the app's own database, in its WAL file, under its busy
+                # timeout; each process holding websockets polls for its own every
+                # `polling_interval` seconds (the delay an event may add), one query when idle,
+                # on connections of its own: never on the thread sync code shares.
+                "database": "default",
+                "polling_interval": 0.05,
+                # As Redis's: the capacity counts a whole web process's undelivered messages
+                # (all its sockets), so it must hold a burst to every socket of the table.
+                "capacity": 1000,
+                "expiry": 30,
+                "group_expiry": GROUP_EXPIRY,
+            },
+        }
+    }
+elif CHANNEL_LAYER == "memory":
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+else:
+    raise ImproperlyConfigured(
+        f"CHANNEL_LAYER must be redis, sqlite or memory, not {CHANNEL_LAYER!r}."
+    )
 
 AUTHENTICATION_BACKENDS = [
     # First: refuses a locked-out username+address before any password is checked.

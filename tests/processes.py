@@ -7,11 +7,17 @@ inherits the settings that point at the caller's database). GM turns run in task
 `worker:` runs it.
 """
 
+import base64
+import hashlib
 import json
 import os
 import signal
+import socket
+import struct
 import subprocess
 import sys
+import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -23,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from asgiref.sync import SyncToAsync
+from channels.layers import channel_layers
 from channels.routing import get_default_application
 from daphne.testing import DaphneProcess
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
@@ -35,7 +42,10 @@ SERVER_APPLICATION_NAME = "undoable-gm-test-server"
 
 
 def _application():
-    """Runs in the forked child, before its first query."""
+    """Runs in the forked child, before its first query. The child gets channel layers of its
+    own: an SQLite layer used here already would hand it this process's client name and
+    polling tasks (of event loops the child does not run), and its sockets would hear nothing."""
+    channel_layers.backends.clear()
     for connection in connections.all():
         if connection.vendor == "postgresql":
             connection.settings_dict["OPTIONS"]["application_name"] = SERVER_APPLICATION_NAME
@@ -111,6 +121,86 @@ def api_token(base_url: str, username: str) -> str:
     return body["token"]
 
 
+FEED_DEADLINE = 45.0  # seconds a Feed waits for an event or a read
+WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"  # RFC 6455 §1.3
+
+
+class Feed:
+    """A client of `/ws/campaigns/{id}/` with a token header (and an `Origin` if given, as a
+    page of that origin would send it) speaking RFC 6455 over a plain socket, reading on a
+    thread of its own: `events` holds every envelope, `closed` tells that the server closed."""
+
+    def __init__(self, base_url: str, campaign_id: Any, token: str, origin: str = "") -> None:
+        url = urllib.parse.urlsplit(base_url)
+        self.sock = socket.create_connection((url.hostname, url.port), timeout=FEED_DEADLINE)
+        origin_header = f"Origin: {origin}\r\n" if origin else ""
+        key = base64.b64encode(os.urandom(16)).decode()
+        self.sock.sendall(
+            (
+                f"GET /ws/campaigns/{campaign_id}/ HTTP/1.1\r\nHost: {url.netloc}\r\n"
+                "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+                f"Sec-WebSocket-Key: {key}\r\nAuthorization: Token {token}\r\n{origin_header}\r\n"
+            ).encode()
+        )
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += self.sock.recv(1)
+        accept = base64.b64encode(hashlib.sha1((key + WS_GUID).encode()).digest()).decode()
+        assert head.startswith(b"HTTP/1.1 101") and accept.encode() in head, head
+        self.events: list[dict[str, Any]] = []
+        self.closed = threading.Event()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _exactly(self, n: int) -> bytes:
+        data = b""
+        while len(data) < n:
+            chunk = self.sock.recv(n - len(data))
+            if not chunk:
+                raise ConnectionError("the server closed the connection")
+            data += chunk
+        return data
+
+    def _read(self) -> None:
+        try:
+            while True:
+                first, second = self._exactly(2)
+                length = second & 0x7F
+                if length == 126:
+                    length = struct.unpack("!H", self._exactly(2))[0]
+                elif length == 127:
+                    length = struct.unpack("!Q", self._exactly(8))[0]
+                payload = self._exactly(length)
+                opcode = first & 0x0F
+                if opcode == 1:
+                    self.events.append(json.loads(payload))
+                elif opcode == 9:  # ping: answer with a (masked) pong
+                    self._send(0xA, payload)
+                elif opcode == 8:
+                    return
+        except OSError:
+            return
+        finally:
+            self.closed.set()
+
+    def _send(self, opcode: int, payload: bytes) -> None:
+        mask = os.urandom(4)
+        masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+        self.sock.sendall(bytes([0x80 | opcode, 0x80 | len(payload)]) + mask + masked)
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def wait_for(self, type: str, turn: int) -> dict[str, Any]:
+        deadline = time.monotonic() + FEED_DEADLINE
+        while time.monotonic() < deadline:
+            for envelope in list(self.events):
+                if envelope["type"] == type and envelope["turn"] == turn:
+                    return envelope
+            time.sleep(0.02)
+        raise AssertionError(f"no {type} for turn {turn} within {FEED_DEADLINE} s: {self.events}")
+
+
 @dataclass
 class WorkerProcess:
     """A `manage.py db_worker` process; its output goes to `log`."""
@@ -155,7 +245,7 @@ def worker_start(name: str, log: Path, *, interval: float = 0.1, **env: str) -> 
     """A task worker process (`manage.py db_worker`, every queue, no start-up delay) named
     `name`, polling every `interval` seconds when idle, on this process's database, running the
     scripted GM, with `env` (GM_SCRIPTED_DELAY=..., ...) added to its environment. It publishes
-    through the configured channel layer (with REDIS_URL, to other processes' websockets)."""
+    through the configured channel layer (Redis or SQLite: to other processes' websockets)."""
     environment = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "SQLITE_PATH")}
     environment.update(database_environment(), GM_PROVIDER="scripted", **env)
     command = [sys.executable, "manage.py", "db_worker", "--queue-name", "*", "--no-reload"]

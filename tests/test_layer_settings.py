@@ -1,9 +1,18 @@
-"""The Redis channel layer's socket timeouts are set from the environment, and a read timeout
-that the layer's own blocking read would outlast refuses to start."""
+"""The channel layer: which one the environment picks (CHANNEL_LAYER), that a choice that cannot
+work refuses to start, that group memberships outlive the sockets Daphne keeps open, and the
+Redis layer's socket timeouts (a read timeout its own blocking read would outlast refuses)."""
 
+import os
+import re
+import subprocess
+import sys
+
+import pytest
 from channels_redis.core import RedisChannelLayer
+from daphne.cli import CommandLineInterface
+from django.conf import settings
 
-from tests.test_settings import manage
+from tests.test_settings import ROOT, manage
 
 
 def test_a_socket_timeout_no_longer_than_the_blocking_read_refuses_to_start():
@@ -30,3 +39,67 @@ def test_the_layer_gets_the_configured_timeouts():
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["12.5", "3.0"]
+
+
+def layer_under(**env: str) -> subprocess.CompletedProcess:
+    """The channel layer class the settings pick in a fresh process with exactly `env` (no
+    DATABASE_URL, REDIS_URL nor CHANNEL_LAYER of this test run's own)."""
+    ours = ("DATABASE_URL", "REDIS_URL", "CHANNEL_LAYER")
+    clean = {k: v for k, v in os.environ.items() if k not in ours and not k.startswith("DJANGO_")}
+    return subprocess.run(
+        [sys.executable, "-c", PRINT_LAYER],
+        cwd=ROOT,
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+PRINT_LAYER = (
+    "import django; django.setup(); from channels.layers import get_channel_layer as g; "
+    "print(type(g()).__name__)"
+)
+POSTGRES = "postgres://postgres@127.0.0.1:5432/unused"
+
+
+@pytest.mark.parametrize(
+    "env, layer",
+    [
+        ({}, "SQLiteChannelLayer"),  # the embedded default: web and worker processes share it
+        ({"REDIS_URL": "redis://127.0.0.1:6379/2"}, "RedisChannelLayer"),
+        ({"CHANNEL_LAYER": "memory"}, "InMemoryChannelLayer"),
+        ({"DATABASE_URL": POSTGRES}, "InMemoryChannelLayer"),
+    ],
+)
+def test_the_layer_follows_the_environment(env, layer):
+    result = layer_under(DJANGO_SETTINGS_MODULE="config.settings", **env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [layer]
+
+
+@pytest.mark.parametrize(
+    "env, message",
+    [
+        ({"CHANNEL_LAYER": "sqlite", "DATABASE_URL": POSTGRES}, "CHANNEL_LAYER=sqlite needs"),
+        ({"CHANNEL_LAYER": "redis"}, "CHANNEL_LAYER=redis needs REDIS_URL"),
+        ({"CHANNEL_LAYER": "kafka"}, "CHANNEL_LAYER must be redis, sqlite or memory"),
+    ],
+)
+def test_a_layer_that_cannot_work_refuses_to_start(env, message):
+    result = layer_under(DJANGO_SETTINGS_MODULE="config.settings", **env)
+    assert result.returncode != 0
+    assert message in result.stderr
+
+
+def test_a_group_membership_outlives_every_socket_daphne_keeps_open():
+    """Daphne closes a socket after its websocket timeout and the page opens a new one, which
+    joins again; a membership that lapsed first would leave an open socket deaf, silently."""
+    web = next(line for line in (ROOT / "Procfile").read_text().splitlines() if line[:4] == "web:")
+    args = re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", web).split()  # the ${VAR:-default}s unset
+    assert args[1] == "daphne"
+    timeout = CommandLineInterface().parser.parse_args(args[2:]).websocket_timeout
+    config = settings.CHANNEL_LAYERS["default"].get("CONFIG", {})
+    group_expiry = config.get("group_expiry", settings.GROUP_EXPIRY)
+    assert timeout == settings.WEBSOCKET_TIMEOUT
+    assert group_expiry >= settings.GROUP_EXPIRY > timeout

@@ -1,5 +1,6 @@
 """`make run` (scripts/run.py): the Procfile's web server and worker start in one command on the
-embedded default, serve, and stop together on Ctrl-C; a busy port is refused at once."""
+embedded default, serve a live table (a GM turn run by the worker process reaches a browser's
+websocket on the web process), and stop together on Ctrl-C; a busy port is refused at once."""
 
 import os
 import signal
@@ -16,6 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from campaigns.management.commands.seed_demo import CAMPAIGN, demo_password
+from tests.servers import Feed, http
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVE_DEADLINE = 120  # migrations of a fresh SQLite database on a busy 2-core machine, and start-up
@@ -131,7 +135,38 @@ def login_page_status(port: int) -> int | None:
         return None
 
 
-def test_make_run_serves_runs_a_worker_and_ctrl_c_stops_every_process(tmp_path):
+def a_turn_reaches_the_table_live(port: int, lines: list[str]) -> None:
+    """A demo player's page, as `make run` serves it: signed in through the API, the demo
+    campaign's feed open (token header, the page's own Origin), a turn posted. The worker
+    process runs the GM; its events must reach this socket on the web process."""
+    base = f"http://127.0.0.1:{port}"
+    status, _, body = http(
+        "POST", f"{base}/api/auth/token/", {"username": "alice", "password": demo_password("alice")}
+    )
+    assert status == 200, body
+    token = body["token"]
+    status, _, body = http("GET", f"{base}/api/campaigns/", token=token)
+    assert status == 200, body
+    campaigns = body["results"] if isinstance(body, dict) else body
+    [campaign] = [c for c in campaigns if c["name"] == CAMPAIGN]
+    feed = Feed(base, campaign["id"], token, origin=base)
+    try:
+        wait_for(lambda: feed.events, 10, "no hello on the websocket", lines)
+        assert feed.events[0]["type"] == "hello"
+        turns = f"{base}/api/campaigns/{campaign['id']}/turns/"
+        status, _, turn = http("POST", turns, {"message": "I attack the goblin"}, token)
+        assert (status, turn["status"]) == (201, "queued"), turn
+        completed = feed.wait_for("gm_turn_completed", turn["id"])
+    finally:
+        feed.close()
+    assert completed["data"]["status"] == "completed"
+    kinds = [e["type"] for e in feed.events if e["turn"] == turn["id"]]
+    assert {"gm_turn_started", "state_changed"} <= set(kinds)  # sent by the worker process
+    seqs = [e["seq"] for e in feed.events]
+    assert seqs == sorted(seqs)
+
+
+def test_make_run_serves_a_live_table_and_ctrl_c_stops_every_process(tmp_path):
     port = free_port()
     with started(port, tmp_path) as run:
         wait_for(lambda: login_page_status(port) == 200, SERVE_DEADLINE, "no 200", run.lines)
@@ -144,6 +179,8 @@ def test_make_run_serves_runs_a_worker_and_ctrl_c_stops_every_process(tmp_path):
         assert any("web.1" in line for line in run.lines)
         children = run.children()
         assert any("daphne" in command_line(p) for p in children)
+
+        a_turn_reaches_the_table_live(port, run.lines)
 
         os.killpg(run.process.pid, signal.SIGINT)  # Ctrl-C in the terminal
 

@@ -2,16 +2,7 @@
 turn posted on server A is run by either worker, its events reach a websocket on server B, and
 an undo on B racing the worker mid-turn leaves no committed tool call on the undone turn."""
 
-import base64
-import hashlib
-import json
-import os
-import socket
-import struct
-import threading
 import time
-from typing import Any
-from urllib.parse import urlsplit
 
 from django_tasks_db.models import DBTaskResult
 
@@ -19,82 +10,9 @@ from audit.models import ToolInvocation
 from campaigns.models import Creature, Turn
 from tests.conftest import World, postgres_only
 from tests.realtime.conftest import redis_only
-from tests.servers import api_token, http
+from tests.servers import Feed, api_token, http
 
 pytestmark = [postgres_only, redis_only]
-DEADLINE = 45.0
-WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"  # RFC 6455 §1.3
-
-
-class Feed:
-    """A non-browser client of `/ws/campaigns/{id}/` (token header, no Origin) speaking RFC 6455
-    over a plain socket, reading on a thread of its own: `events` holds every envelope."""
-
-    def __init__(self, base_url: str, campaign_id: Any, token: str) -> None:
-        url = urlsplit(base_url)
-        self.sock = socket.create_connection((url.hostname, url.port), timeout=DEADLINE)
-        key = base64.b64encode(os.urandom(16)).decode()
-        self.sock.sendall(
-            (
-                f"GET /ws/campaigns/{campaign_id}/ HTTP/1.1\r\nHost: {url.netloc}\r\n"
-                "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
-                f"Sec-WebSocket-Key: {key}\r\nAuthorization: Token {token}\r\n\r\n"
-            ).encode()
-        )
-        head = b""
-        while b"\r\n\r\n" not in head:
-            head += self.sock.recv(1)
-        accept = base64.b64encode(hashlib.sha1((key + WS_GUID).encode()).digest()).decode()
-        assert head.startswith(b"HTTP/1.1 101") and accept.encode() in head, head
-        self.events: list[dict[str, Any]] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _exactly(self, n: int) -> bytes:
-        data = b""
-        while len(data) < n:
-            chunk = self.sock.recv(n - len(data))
-            if not chunk:
-                raise ConnectionError("the server closed the connection")
-            data += chunk
-        return data
-
-    def _read(self) -> None:
-        try:
-            while True:
-                first, second = self._exactly(2)
-                length = second & 0x7F
-                if length == 126:
-                    length = struct.unpack("!H", self._exactly(2))[0]
-                elif length == 127:
-                    length = struct.unpack("!Q", self._exactly(8))[0]
-                payload = self._exactly(length)
-                opcode = first & 0x0F
-                if opcode == 1:
-                    self.events.append(json.loads(payload))
-                elif opcode == 9:  # ping: answer with a (masked) pong
-                    self._send(0xA, payload)
-                elif opcode == 8:
-                    return
-        except OSError:
-            return
-
-    def _send(self, opcode: int, payload: bytes) -> None:
-        mask = os.urandom(4)
-        masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
-        self.sock.sendall(bytes([0x80 | opcode, 0x80 | len(payload)]) + mask + masked)
-
-    def close(self) -> None:
-        self.sock.close()
-
-    def wait_for(self, type: str, turn: int) -> dict[str, Any]:
-        deadline = time.monotonic() + DEADLINE
-        while time.monotonic() < deadline:
-            for envelope in list(self.events):
-                if envelope["type"] == type and envelope["turn"] == turn:
-                    return envelope
-            time.sleep(0.02)
-        raise AssertionError(f"no {type} for turn {turn} within {DEADLINE} s: {self.events}")
 
 
 def test_a_turn_posted_on_one_server_streams_to_the_other_and_an_undo_there_wins(

@@ -26,6 +26,12 @@ redis_only = pytest.mark.skipif(
     not os.environ.get("REDIS_URL"),
     reason="needs the real Redis channel layer (CI sets REDIS_URL)",
 )
+# Events published in one process and heard in another: Redis, or the embedded default's SQLite
+# layer; never Channels' in-memory layer (CHANNEL_LAYER=memory), which stays in its process.
+shared_layer = pytest.mark.skipif(
+    settings.CHANNEL_LAYERS["default"]["BACKEND"] == "channels.layers.InMemoryChannelLayer",
+    reason="needs a channel layer shared by processes (CHANNEL_LAYER=memory is not)",
+)
 
 
 def longest_layer_timeout() -> float:

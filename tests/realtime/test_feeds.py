@@ -9,9 +9,11 @@ import logging
 import pytest
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
+from channels_lite.models import GroupMembership
 
 from campaigns import selectors
 from campaigns.realtime import EVENTS_MESSAGE, group_name
+from config.channel_layer import SQLiteChannelLayer
 from tests.realtime.conftest import TIMEOUT, browser, play_and_undo, receive_until
 from web.consumers import UNAVAILABLE
 
@@ -19,10 +21,13 @@ pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
 
 async def group_size(group: str) -> int:
-    """How many channels the layer holds in `group` (the in-memory layer or channels-redis)."""
+    """How many channels the layer holds in `group` (the in-memory layer, the embedded default's
+    SQLite layer: its membership rows, or channels-redis)."""
     layer = get_channel_layer()
     if hasattr(layer, "groups"):
         return len(layer.groups.get(group, {}))
+    if isinstance(layer, SQLiteChannelLayer):
+        return await GroupMembership.objects.filter(group_name=group).acount()
     connection = layer.connection(layer.consistent_hash(group))
     return await connection.zcard(layer._group_key(group))
 
