@@ -11,8 +11,9 @@ it adds to channels-lite's:
   the test runner renames it after settings are read (an in-memory URI, or a file of its own);
 - its connections use the database's busy timeout and init command (WAL) from DATABASES, and
   `synchronous=NORMAL` (a message lives seconds; no fsync per message);
-- a pool lives as long as its event loop: an `async_to_sync` publish (a worker's, a management
-  command's) runs on a loop of its own, which closes after one message, and takes its pool's
+- a pool lives as long as its event loop: the publisher's own loop (a worker's sends,
+  `campaigns.realtime`) keeps one pool for the process; an `async_to_sync` call from plain sync
+  code runs on a loop of its own, which closes after one message and takes its pool's
   connections and threads with it, as channels-redis does with its Redis connections;
 - expiry times are UTC, as Django stores its own datetimes, whatever the machine's time zone.
 """

@@ -5,6 +5,7 @@ publishes from sync code, each on an event loop of its own, leave no connection 
 times are UTC whatever the machine's time zone."""
 
 import copy
+import json
 import threading
 import time
 from datetime import timedelta
@@ -88,23 +89,42 @@ async def test_an_idle_socket_stays_in_its_group_past_the_layers_timeouts(world,
     assert not await GroupMembership.objects.filter(channel_name=membership.channel_name).aexists()
 
 
-def test_publishes_from_sync_code_leave_no_connection_open(world, layer):
-    """A task worker publishes from sync code: each publish runs on an event loop of its own
-    (async_to_sync), which closes after it; the connections the layer opened on that loop must
-    close with it, or a worker would pile up a thread and a connection per event."""
+def test_a_loop_that_closes_takes_its_connections_with_it(world, layer):
+    """`async_to_sync` from plain sync code (a management command, a script) runs each call on
+    an event loop of its own, which closes after it: the connections the layer opened on that
+    loop must close with it, or such a caller would pile up a thread and a connection per call."""
     group = group_name(world.campaign.pk)
     listener = "specific.elsewhere!socket"  # a web process's feed, as its row says
     async_to_sync(layer.group_add)(group, listener)
     before = set(connection_threads())
 
     for seq in range(1, 6):
-        realtime._send(group, [{"type": "scene_changed", "seq": seq}])
+        message = {"type": "campaign.events", "texts": [json.dumps({"type": "x", "seq": seq})]}
+        async_to_sync(layer.group_send)(group, message)
 
     assert Event.objects.filter(channel_name="specific.elsewhere!").count() == 5  # all sent
     opened = [t for t in connection_threads() if t not in before]
     for thread in opened:  # a closed connection's thread is ending; an open one never ends
         thread.join(timeout=TIMEOUT)
     assert not [t for t in opened if t.is_alive()]
+
+
+def test_a_workers_publishes_share_the_publishers_connections(world, layer):
+    """A task worker publishes from plain sync code through the publisher's one event loop
+    (`campaigns.realtime`): its connections are opened once and reused, so a hundred events
+    cost no more connections than five."""
+    group = group_name(world.campaign.pk)
+    async_to_sync(layer.group_add)(group, "specific.elsewhere!socket")
+    for seq in range(1, 6):
+        realtime._send(group, [{"type": "scene_changed", "seq": seq}])
+    after_five = {t for t in connection_threads() if t.is_alive()}
+
+    for seq in range(6, 101):
+        realtime._send(group, [{"type": "scene_changed", "seq": seq}])
+
+    assert Event.objects.filter(channel_name="specific.elsewhere!").count() == 100
+    assert {t for t in connection_threads() if t.is_alive()} <= after_five
+    assert len(after_five) <= layer.pool_size + 1  # the publisher's pool (and the test's own)
 
 
 def test_expiry_times_are_utc_whatever_the_machines_time_zone(world, layer, monkeypatch):
