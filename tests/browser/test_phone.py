@@ -7,7 +7,13 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser.support import chromium, open_table, outside_the_browser_loop, screenshot
+from tests.browser.support import (
+    ARTIFACTS,
+    chromium,
+    open_table,
+    outside_the_browser_loop,
+    screenshot,
+)
 from tests.conftest import World, commit
 
 pytestmark = pytest.mark.browser
@@ -35,7 +41,7 @@ def assert_no_sideways_scroll(page: Page) -> None:
         "[...document.querySelectorAll('body *')].filter(e => "
         "e.getBoundingClientRect().right > window.innerWidth + 0.5 && "
         "!e.closest('.map-frame, dialog:not([open]), .visually-hidden, template')"
-        ").slice(0, 5).map(e => e.tagName + '#' + e.id + '.' + e.className + '[' + (e.name || '') + ']')]"
+        ").slice(0, 5).map(e => `${e.tagName}#${e.id}.${e.className}[${e.name || ''}]`)]"
     )
     scroll_width, viewport, wide = widths
     assert scroll_width == viewport, f"{page.url} scrolls sideways: {scroll_width} > {viewport}"
@@ -79,7 +85,10 @@ def assert_top_bar_readable(page: Page) -> None:
 def assert_composer_on_screen(page: Page) -> None:
     """The message box and Send lie inside the viewport without any scrolling."""
     height = page.viewport_size["height"]
-    for part in (page.get_by_label("Your message to the table"), page.get_by_role("button", name="Send")):
+    for part in (
+        page.get_by_label("Your message to the table"),
+        page.get_by_role("button", name="Send"),
+    ):
         expect(part).to_be_visible()
         box = part.bounding_box()
         assert box["y"] >= 0 and box["y"] + box["height"] <= height, (box, height)
@@ -126,6 +135,8 @@ def test_a_message_sent_from_a_phone_reaches_the_feed(live_world: World, asgi_se
         sign_in(phone, world.player.username)
         open_table(phone, world.campaign.pk)
         assert_composer_on_screen(phone)
+        ARTIFACTS.mkdir(exist_ok=True)
+        phone.screenshot(path=ARTIFACTS / "phone-table-first-screen.png")  # what the thumb sees
         phone.get_by_label("Your message to the table").tap()
         phone.get_by_label("Your message to the table").fill("I light a torch")
         phone.get_by_role("button", name="Send").tap()
@@ -134,7 +145,7 @@ def test_a_message_sent_from_a_phone_reaches_the_feed(live_world: World, asgi_se
         chat_link = phone.get_by_role("link", name="Chat")
         chat_link.tap()
         expect(phone.locator("#feed .msg.role-player").last).to_be_in_viewport()
-        screenshot(phone, "phone-table-after-message.png")
+        phone.screenshot(path=ARTIFACTS / "phone-table-chat-screen.png")
     said = outside_the_browser_loop(
         lambda: list(world.campaign.messages.values_list("content", flat=True))
     )
