@@ -36,15 +36,18 @@ def sign_in(page: Page, username: str) -> None:
 
 
 def assert_no_sideways_scroll(page: Page) -> None:
-    widths = page.evaluate(
-        "() => [document.documentElement.scrollWidth, window.innerWidth, "
+    """The document is exactly as wide as the screen the context was given. (A phone browser
+    widens its layout viewport to fit wide content, so window.innerWidth alone proves nothing.)"""
+    screen = page.viewport_size["width"]
+    scroll_width, inner_width, wide = page.evaluate(
+        "(screen) => [document.documentElement.scrollWidth, window.innerWidth, "
         "[...document.querySelectorAll('body *')].filter(e => "
-        "e.getBoundingClientRect().right > window.innerWidth + 0.5 && "
+        "e.getBoundingClientRect().right > screen + 0.5 && "
         "!e.closest('.map-frame, dialog:not([open]), .visually-hidden, template')"
-        ").slice(0, 5).map(e => `${e.tagName}#${e.id}.${e.className}[${e.name || ''}]`)]"
+        ").slice(0, 5).map(e => `${e.tagName}#${e.id}.${e.className}[${e.name || ''}]`)]",
+        screen,
     )
-    scroll_width, viewport, wide = widths
-    assert scroll_width == viewport, f"{page.url} scrolls sideways: {scroll_width} > {viewport}"
+    assert (scroll_width, inner_width) == (screen, screen), f"{page.url} scrolls sideways"
     assert wide == [], f"{page.url}: elements past the right edge: {wide}"
 
 
