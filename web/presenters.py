@@ -225,7 +225,8 @@ class TurnCard:
     retried: bool = False
     retry_of: int | None = None
     reverted_at: datetime | None = None
-    undo_from_here: bool = False  # may revert this turn and every later one (SPEC §5 cascade)
+    undo_onwards: bool = False  # may revert this turn and every later one (the one policy)
+    undo_from_here: bool = False  # ... and there is a later one: "Undo from here" is offered
     kind = "turn"
 
     @property
@@ -283,7 +284,7 @@ def feed(*, campaign: Campaign, user: Any, turn_id: Any = None) -> list[TurnCard
     rolls = turn_rolls(campaign=campaign, turn_ids=[t.pk for t in turns])
     names = creature_names(campaign=campaign)
     can_revert_any = may_revert(user=user, campaign=campaign, actor_id=None)
-    from_here = _undo_from_here(campaign=campaign, user=user, turns=turns)
+    onwards, last = _undo_from_here(campaign=campaign, user=user, turns=turns)
     views = [
         TurnCard(
             id=t.pk,
@@ -301,7 +302,8 @@ def feed(*, campaign: Campaign, user: Any, turn_id: Any = None) -> list[TurnCard
             retried=t.retried,
             retry_of=t.retry_of_id,
             reverted_at=t.reverted_at,
-            undo_from_here=t.pk in from_here,
+            undo_onwards=t.pk in onwards,
+            undo_from_here=t.pk in onwards and t.pk != last,
         )
         for t in turns
     ]
@@ -311,13 +313,15 @@ def feed(*, campaign: Campaign, user: Any, turn_id: Any = None) -> list[TurnCard
     return views
 
 
-def _undo_from_here(*, campaign: Campaign, user: Any, turns: list[Turn]) -> set[int]:
-    """The turns shown from which this user may undo onwards: each not yet undone, before the
-    last, whose actor and every later turn's the one policy (`may_revert`) lets the user
-    revert. One query for the feed or for one turn's fragment."""
+def _undo_from_here(
+    *, campaign: Campaign, user: Any, turns: list[Turn]
+) -> tuple[set[int], int | None]:
+    """The turns shown from which this user may undo onwards (each not yet undone whose actor
+    and every later turn's the one policy, `may_revert`, lets the user revert), and the last
+    turn not undone, which offers its own Undo instead. One query for the feed or one turn."""
     live = [t for t in turns if t.reverted_at is None]
     if not live:
-        return set()
+        return set(), None
     rows = later_turn_actors(campaign=campaign, since=live[0])
     allowed: dict[int, bool] = {}
     result: set[int] = set()
@@ -326,9 +330,9 @@ def _undo_from_here(*, campaign: Campaign, user: Any, turns: list[Turn]) -> set[
         if actor_id not in allowed:
             allowed[actor_id] = may_revert(user=user, campaign=campaign, actor_id=actor_id)
         every_later = every_later and allowed[actor_id]
-        if every_later and pk != rows[-1][0]:  # the last turn has its own Undo
+        if every_later:
             result.add(pk)
-    return result
+    return result, rows[-1][0]
 
 
 def timeline(*, campaign: Campaign, user: Any) -> list[TurnCard | RollCard]:

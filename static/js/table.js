@@ -420,6 +420,14 @@ const HANDLERS = {
     applyChanges(data.state);
     markUndone(turn);
     refreshTurn(turn);
+    // An undo with cascade also reverted later turns' calls: redraw the later turns that made
+    // any, and the "Undo from here" offers may change with them.
+    if (data.invocations?.length > 1) {
+      for (const block of $$(":scope > .turn", feed())) {
+        const later = Number(block.dataset.turn) > turn;
+        if (later && $(":scope > .calls", block)) refreshTurn(Number(block.dataset.turn));
+      }
+    }
   },
 };
 

@@ -196,7 +196,8 @@ def test_the_plan_names_the_turn_and_lists_each_change_once(world: World):
     response = plan(signed_in(world.owner), world, first)
     assert response.status_code == 200
     html = response.content.decode()
-    assert "Undo player’s turn: ‘I attack the goblin’ — and what came after?" in html
+    title = "Undo player’s turn: ‘I attack the goblin’, and every later change that depends on it?"
+    assert title in html
     assert "The message and the GM’s reply leave the feed" in html
     changes = re.findall(r"<li>(.*?) <code", html.split('class="undo-calls"')[1].split("</ul>")[0])
     assert sorted(changes) == sorted(
