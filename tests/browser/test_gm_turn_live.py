@@ -83,7 +83,7 @@ def test_a_slow_gm_turn_then_its_undo_and_retry_live_for_two_players(
         expect(dialog).to_be_hidden()
         for page in both:
             expect(page.locator("#feed .undo-note")).to_contain_text("let the dice speak again")
-            expect(page.get_by_text(ATTACK)).to_be_hidden()  # folded into the undone line
+            expect(page.locator("#feed").get_by_text(ATTACK)).to_be_hidden()  # folded in its line
         retry = player.get_by_role("button", name="Retry this turn")
         expect(retry).to_be_in_viewport()
         expect(other.locator("button.retry")).to_have_count(0)

@@ -55,7 +55,7 @@ def test_two_players_see_a_gm_hit_and_its_undo_live(
 
         for page in (player, other):
             expect(page.locator(goblin_hp)).to_have_text("7 / 7")
-            expect(page.get_by_text(ATTACK)).to_be_hidden()  # folded into the undone line
+            expect(page.locator("#feed").get_by_text(ATTACK)).to_be_hidden()  # folded in its line
             expect(page.locator("#feed .undo-note")).to_contain_text(
                 "wrong target: I meant the orc"
             )
