@@ -4,7 +4,7 @@
 from collections import defaultdict
 from typing import Any
 
-from django.db.models import Exists, OuterRef, Prefetch, QuerySet
+from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
 
 from audit.models import ToolInvocation
 from campaigns.models import Campaign, ChatMessage, Turn
@@ -73,7 +73,8 @@ def turn_feed(
     *, campaign: Campaign, limit: int, turn_id: Any = None
 ) -> tuple[list[Turn], dict[int, list[ChatMessage]], dict[int, list[dict[str, Any]]]]:
     """The campaign page's feed: the last `limit` turns oldest first (or the one `turn_id`), the
-    messages still shown of each, and each turn's log rows as plain values, oldest first. Each
+    messages of each (an undone turn's too, which its collapsed line expands to; a live turn's
+    only those still shown), and each turn's log rows as plain values, oldest first. Each
     turn says whether it was `retried`. Three queries whatever the number of turns."""
     turns = (
         Turn.objects.filter(campaign=campaign)
@@ -86,7 +87,8 @@ def turn_feed(
     ids = [t.pk for t in recent]
     messages: dict[int, list[ChatMessage]] = defaultdict(list)
     for message in (
-        ChatMessage.objects.filter(campaign=campaign, turn_id__in=ids, reverted=False)
+        ChatMessage.objects.filter(campaign=campaign, turn_id__in=ids)
+        .filter(Q(reverted=False) | Q(turn__reverted_at__isnull=False))
         .select_related("author")
         .order_by("created_at", "pk")
     ):
@@ -104,7 +106,31 @@ def turn_feed(
             "user__username",
             "requested_by__username",
             "source",
+            "revert_snapshot",
+            "post_state",
         )
     ):
         calls[row["turn_id"]].append(row)
     return recent, messages, calls
+
+
+def later_turn_actors(*, campaign: Campaign, since: Turn) -> list[tuple[int, int]]:
+    """(turn id, actor id) of `since` and every turn after it not yet undone, oldest first: who
+    would have to be allowed to revert for an undo from `since` onwards."""
+    return list(
+        Turn.objects.filter(campaign=campaign, reverted_at__isnull=True)
+        .filter(
+            Q(created_at__gt=since.created_at) | Q(created_at=since.created_at, pk__gte=since.pk)
+        )
+        .order_by("created_at", "pk")
+        .values_list("pk", "actor_id")
+    )
+
+
+def logged_calls(*, campaign: Campaign, ids: list[Any]) -> dict[str, dict[str, Any]]:
+    """The logged rows of these invocations by id (as a string), as plain values: enough to
+    describe each call in people's words (tool, input, before and after)."""
+    rows = ToolInvocation.objects.filter(campaign=campaign, pk__in=ids).values(
+        "pk", "tool_name", "input", "revert_snapshot", "post_state", "turn_id"
+    )
+    return {str(row["pk"]): row for row in rows}

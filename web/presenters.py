@@ -13,10 +13,10 @@ from typing import Any
 
 from django.utils import timezone
 
-from ai_tools import registry
 from audit.models import InvocationOrigin, ToolInvocation
 from audit.permissions import may_revert
-from audit.selectors import turn_feed
+from audit.selectors import later_turn_actors, logged_calls, turn_feed
+from audit.services.revert import turn_undo_plan
 from campaigns.models import Campaign, ChatMessage, Creature, DiceRoll, Turn
 from campaigns.selectors import (
     campaign_event_seq,
@@ -31,6 +31,7 @@ from campaigns.selectors import (
 )
 from gm.services import STOPPABLE
 from web.api.permissions import token_movers
+from web.changes import describe
 
 FEED_TURNS = 50
 FEED_ROLLS = 50
@@ -223,7 +224,23 @@ class TurnCard:
     stopping: bool = False
     retried: bool = False
     retry_of: int | None = None
+    reverted_at: datetime | None = None
+    undo_onwards: bool = False  # may revert this turn and every later one (the one policy)
+    undo_from_here: bool = False  # ... and there is a later one: "Undo from here" is offered
     kind = "turn"
+
+    @property
+    def said(self) -> str:
+        """What the actor said to open the turn, as the undo dialog quotes it."""
+        said = next((m.content for m in self.messages if m.role == ChatMessage.Role.PLAYER), "")
+        return said if len(said) <= 60 else f"{said[:59]}…"
+
+    @property
+    def undo_title(self) -> str:
+        """The undo dialog's question, naming the turn: "Undo alice's turn: 'I attack…'?"."""
+        if not self.said:
+            return f"Undo {self.actor}’s turn?"
+        return f"Undo {self.actor}’s turn: ‘{self.said}’?"
 
     @property
     def hand(self) -> bool:
@@ -267,6 +284,7 @@ def feed(*, campaign: Campaign, user: Any, turn_id: Any = None) -> list[TurnCard
     rolls = turn_rolls(campaign=campaign, turn_ids=[t.pk for t in turns])
     names = creature_names(campaign=campaign)
     can_revert_any = may_revert(user=user, campaign=campaign, actor_id=None)
+    onwards, last = _undo_from_here(campaign=campaign, user=user, turns=turns)
     views = [
         TurnCard(
             id=t.pk,
@@ -283,6 +301,9 @@ def feed(*, campaign: Campaign, user: Any, turn_id: Any = None) -> list[TurnCard
             stopping=t.cancel_requested_at is not None,
             retried=t.retried,
             retry_of=t.retry_of_id,
+            reverted_at=t.reverted_at,
+            undo_onwards=t.pk in onwards,
+            undo_from_here=t.pk in onwards and t.pk != last,
         )
         for t in turns
     ]
@@ -290,6 +311,28 @@ def feed(*, campaign: Campaign, user: Any, turn_id: Any = None) -> list[TurnCard
     if latest is not None and turn_id is None:
         latest.latest_gm = True
     return views
+
+
+def _undo_from_here(
+    *, campaign: Campaign, user: Any, turns: list[Turn]
+) -> tuple[set[int], int | None]:
+    """The turns shown from which this user may undo onwards (each not yet undone whose actor
+    and every later turn's the one policy, `may_revert`, lets the user revert), and the last
+    turn not undone, which offers its own Undo instead. One query for the feed or one turn."""
+    live = [t for t in turns if t.reverted_at is None]
+    if not live:
+        return set(), None
+    rows = later_turn_actors(campaign=campaign, since=live[0])
+    allowed: dict[int, bool] = {}
+    result: set[int] = set()
+    every_later = True
+    for pk, actor_id in reversed(rows):
+        if actor_id not in allowed:
+            allowed[actor_id] = may_revert(user=user, campaign=campaign, actor_id=actor_id)
+        every_later = every_later and allowed[actor_id]
+        if every_later:
+            result.add(pk)
+    return result, rows[-1][0]
 
 
 def timeline(*, campaign: Campaign, user: Any) -> list[TurnCard | RollCard]:
@@ -308,10 +351,16 @@ def roll_entry(*, campaign: Campaign, roll_id: int) -> RollCard:
 
 
 def _tool_call(row: dict[str, Any], names: dict[int, str]) -> ToolCallCard:
-    summary = registry.summary(row["tool_name"], row["input"])
     return ToolCallCard(
         tool_name=row["tool_name"],
-        summary=with_names(summary, names),
+        summary=describe(
+            row["tool_name"],
+            row["input"],
+            names=names,
+            snapshot=row["revert_snapshot"],
+            post_state=row["post_state"],
+            fallback=lambda text: with_names(text, names),
+        ),
         status=row["status"],
         error=row["error"],
         actor=row["user__username"],
@@ -392,3 +441,87 @@ def setup_options(state: dict[str, Any]) -> dict[str, list[tuple[Any, str]]]:
         "chapters": [(c["id"], f"{c['position']}. {c['title']}") for c in state["chapters"]],
         "dungeons": [(d["id"], d["name"]) for d in state["dungeons"]],
     }
+
+
+@dataclass
+class PlannedChange:
+    """One call an undo would revert (or leave), in people's words."""
+
+    text: str
+    tool_name: str
+    later: bool = False  # a later turn's, reverted with it (cascade)
+    stays: str = ""  # why it is left as it is
+
+
+SKIPS = {
+    "already_reverted": "already undone",
+    "not_committed": "never took effect",
+    "not_revertible": "cannot be undone: its before-state was not captured",
+}
+
+
+def undo_plan(
+    *, campaign: Campaign, user: Any, turn_id: int, cascade: bool, ip: str | None
+) -> dict[str, Any]:
+    """The undo dialog's content for a turn (and, with `cascade`, every later call that depends
+    on it): each change once, in plain words, and the fields it puts back, before → after. The
+    plan service decides and authorises (a Forbidden or NotFound propagates)."""
+    plan = turn_undo_plan(
+        campaign_id=campaign.pk, user=user, turn_id=turn_id, cascade=cascade, ip=ip
+    )
+    turns = feed(campaign=campaign, user=user, turn_id=turn_id)
+    ids = [c["id"] for c in plan["invocations"] + plan["conflicting_invocations"]]
+    rows = logged_calls(campaign=campaign, ids=ids)
+    names = creature_names(campaign=campaign)
+
+    def change(call: dict[str, Any]) -> PlannedChange:
+        row = rows.get(call["id"], {})
+        text = describe(
+            call["tool_name"],
+            row.get("input"),
+            names=names,
+            snapshot=row.get("revert_snapshot"),
+            post_state=row.get("post_state"),
+            fallback=lambda summary: with_names(summary, names),
+        )
+        reason = call.get("skip_reason") or ""
+        return PlannedChange(
+            text=text,
+            tool_name=call["tool_name"],
+            later=row.get("turn_id") != turn_id,
+            stays=SKIPS.get(reason, reason),
+        )
+
+    def once(calls: list[dict[str, Any]]) -> list[PlannedChange]:
+        seen: dict[str, dict[str, Any]] = {}
+        for call in calls:
+            seen.setdefault(call["id"], call)
+        return [change(call) for call in seen.values()]
+
+    return {
+        "turn": turns[0] if turns else None,
+        "cascade": cascade,
+        "changes": once(plan["invocations"]),
+        "diff": list(dict.fromkeys(_diff_line(row, names) for row in plan["diff"])),
+        "conflicts": once(plan["conflicting_invocations"]) if plan["conflicts"] else [],
+    }
+
+
+def _diff_line(row: dict[str, Any], names: dict[int, str]) -> str:
+    """One field an undo puts back: `Goblin hp: 3 → 7` (now → what it goes back to)."""
+    pk = row["id"]
+    key = int(pk) if str(pk).isdigit() else pk
+    what = names.get(key, f"creature {pk}") if row["entity"] == "creature" else row["entity"]
+    field = str(row["field"]).removesuffix("_id").replace("_", " ")
+    if row["field"] == "id":
+        return f"{what} is removed" if row["before"] is None else f"{what} comes back"
+
+    def shown(value: Any) -> str:
+        if value is None or value == "":
+            return "—"
+        if isinstance(value, list):
+            return ", ".join(map(str, value)) or "—"
+        text = str(value)
+        return text if len(text) <= 40 else f"{text[:39]}…"
+
+    return f"{what} {field}: {shown(row['now'])} → {shown(row['before'])}"

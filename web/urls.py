@@ -25,6 +25,11 @@ urlpatterns = [
     path("campaigns/<uuid:campaign_id>/", views.campaign_detail, name="campaign_detail"),
     path("campaigns/<uuid:campaign_id>/policy/", views.campaign_policy, name="campaign_policy"),
     path("campaigns/<uuid:campaign_id>/feed/", views.campaign_feed, name="campaign_feed"),
+    path(
+        "campaigns/<uuid:campaign_id>/undo-plan/",
+        views.campaign_undo_plan,
+        name="campaign_undo_plan",
+    ),
     path(CAMPAIGN + "members/", setup.member_add, name="page_members"),
     path(CAMPAIGN + "creatures/", setup.creature_add, name="page_creatures"),
     path(CAMPAIGN + "resources/", setup.resource_add, name="page_resources"),

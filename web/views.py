@@ -142,3 +142,28 @@ def _roll_fragment(request: HttpRequest, campaign: Campaign, roll_id: str) -> Ht
         raise Http404("No such roll.") from exc
     template = "campaigns/_roll.html" if roll.turn_id else "campaigns/_roll_entry.html"
     return render(request, template, {"roll": roll})
+
+
+@login_required
+@require_GET
+def campaign_undo_plan(request: HttpRequest, campaign_id: Any) -> HttpResponse:
+    """The undo dialog's content for `?turn=` (with `cascade=1`: that turn and every later call
+    depending on it), drawn by the server in plain words. The plan service authorises: a member
+    who may not undo it gets a 403 with the message alone (and a security event)."""
+    campaign = member_campaign(request, campaign_id)
+    turn_id = request.GET.get("turn", "")
+    if not FEED_ID.fullmatch(turn_id):
+        raise Http404("No such turn.")
+    try:
+        plan = presenters.undo_plan(
+            campaign=campaign,
+            user=request.user,
+            turn_id=int(turn_id),
+            cascade=request.GET.get("cascade") in ("1", "true"),
+            ip=client_ip(request),
+        )
+    except Forbidden as denial:
+        return HttpResponse(denial.detail, status=403, content_type="text/plain")
+    except NotFound as exc:
+        raise Http404("No such turn.") from exc
+    return render(request, "campaigns/_undo_plan.html", plan)

@@ -373,12 +373,20 @@ async function refreshTurn(turnId) {
 }
 
 // Only the most recent GM turn offers Undo, to those who may undo it; each change made by the
-// GM's own hand offers its own.
+// GM's own hand offers its own. "Undo from here" is the server's answer per turn (may this
+// user revert it and every later one); a later turn that answers no, or is not drawn by the
+// server yet, withdraws it from every earlier turn.
 function refreshUndo() {
   const latest = $$(":scope > .turn[data-gm='1']", feed()).at(-1);
   for (const button of $$(".undo", feed())) {
     const turn = button.closest(".turn");
     button.hidden = turn !== latest && turn.dataset.hand !== "1";
+  }
+  let allowed = true;
+  for (const turn of $$(":scope > .turn:not(.undone)", feed()).reverse()) {
+    allowed = allowed && turn.dataset.from === "1";
+    const button = $(":scope > .undo-from", turn);
+    if (button) button.hidden = !allowed;
   }
 }
 
@@ -412,6 +420,14 @@ const HANDLERS = {
     applyChanges(data.state);
     markUndone(turn);
     refreshTurn(turn);
+    // An undo with cascade also reverted later turns' calls: redraw the later turns that made
+    // any, and the "Undo from here" offers may change with them.
+    if (data.invocations?.length > 1) {
+      for (const block of $$(":scope > .turn", feed())) {
+        const later = Number(block.dataset.turn) > turn;
+        if (later && $(":scope > .calls", block)) refreshTurn(Number(block.dataset.turn));
+      }
+    }
   },
 };
 
@@ -587,137 +603,14 @@ say.elements.message.addEventListener("keydown", (event) => {
   }
 });
 
-// ---- what an undo changes back, in people's words ---------------------------------------------
-
-const creatureOf = (id) => state.creatures.find((c) => String(c.id) === String(id));
-const nameOf = (id) => creatureOf(id)?.name;
-const clip = (text, size = 70) => (text.length > size ? `${text.slice(0, size - 1)}…` : text);
-const quoted = (list) => list.map((x) => `'${x}'`).join(", ");
-
-function named(text) {
-  return text.replace(/\bcreatures? (\d+(?:, \d+)*)/g, (match, ids) => {
-    const names = ids.split(", ").map(nameOf);
-    return names.every(Boolean) ? names.join(", ") : match;
-  });
-}
-
-function creatureChange(id, now, before) {
-  const name = before?.name ?? now?.name ?? nameOf(id) ?? `creature ${id}`;
-  if (!before) return `${name} leaves the table`;
-  if (!now) return `${name} comes back (${before.hp} HP)`;
-  const from = { ...creatureOf(id), ...now };
-  const to = { ...creatureOf(id), ...before };
-  const parts = [];
-  if ("hp" in before) parts.push(`HP ${from.hp} → ${to.hp}`);
-  if ("max_hp" in before) parts.push(`max HP ${from.max_hp} → ${to.max_hp}`);
-  if ("temp_hp" in before) parts.push(`temp HP ${from.temp_hp} → ${to.temp_hp}`);
-  if ("conditions" in before) {
-    const lost = (from.conditions ?? []).filter((x) => !(to.conditions ?? []).includes(x));
-    const back = (to.conditions ?? []).filter((x) => !(from.conditions ?? []).includes(x));
-    if (lost.length) parts.push(`loses ${quoted(lost)}`);
-    if (back.length) parts.push(`gets ${quoted(back)} back`);
-  }
-  if ("death_save_successes" in before || "death_save_failures" in before) {
-    const saves = (c) => `✓${c.death_save_successes} ✗${c.death_save_failures}`;
-    parts.push(`death saves ${saves(from)} → ${saves(to)}`);
-  }
-  if ("x" in before || "y" in before) parts.push(`moves ${from.x},${from.y} → ${to.x},${to.y}`);
-  return parts.length ? `${name} ${parts.join(", ")}` : null;
-}
-
-function campaignChange(id, now, before) {
-  const chapter = (pk) => state.chapters.find((c) => c.id === pk)?.title ?? "none";
-  const dungeon = (pk) => state.dungeons.find((d) => d.id === pk)?.name ?? "none";
-  const parts = [];
-  if ("scene" in before) parts.push(`the scene goes back to “${clip(before.scene || "…")}”`);
-  if ("location" in before) parts.push(`location ${now.location || "—"} → ${before.location || "—"}`);
-  if ("current_chapter_id" in before) {
-    parts.push(`chapter ${chapter(now.current_chapter_id)} → ${chapter(before.current_chapter_id)}`);
-  }
-  if ("active_dungeon_id" in before) {
-    parts.push(`dungeon ${dungeon(now.active_dungeon_id)} → ${dungeon(before.active_dungeon_id)}`);
-  }
-  if ("active_encounter_id" in before) {
-    parts.push(before.active_encounter_id ? "the fight is back on" : "the fight is called off");
-  }
-  if ("status" in before) {
-    parts.push(before.status === "completed" ? "the adventure ends" : "the adventure is back on");
-  }
-  return parts.join(", ") || null;
-}
-
-function encounterChange(id, now, before) {
-  if (!before) return "the fight is called off";
-  if (!now) return "the fight comes back";
-  const current = { ...state.encounters.find((e) => String(e.id) === String(id)), ...before };
-  const parts = [];
-  if ("round" in before) parts.push(`round ${now.round} → ${before.round}`);
-  if ("turn_index" in before) {
-    const slot = current.order?.[before.turn_index];
-    const who = slot ? nameOf(slot.creature_id) : null;
-    parts.push(who ? `initiative goes back to ${who}` : "initiative goes back");
-  }
-  if ("active" in before) parts.push(before.active ? "the fight resumes" : "the fight ends");
-  return parts.join(", ") || null;
-}
-
-function ownedChange(rows, counter, label) {
-  return (id, now, before) => {
-    const row = { ...state[rows].find((r) => String(r.id) === String(id)), ...now, ...before };
-    const owner = nameOf(row.creature_id) ?? "someone";
-    if (!before) return `${owner} no longer has ${label(row)}`;
-    if (!now) return `${owner} gets ${label(row)} back (${before[counter]})`;
-    return `${owner} ${label(row)} ${now[counter]} → ${before[counter]}`;
-  };
-}
-
-const CHANGES = {
-  creature: creatureChange,
-  campaign: (id, now, before) => campaignChange(id, now ?? {}, before ?? {}),
-  encounter: encounterChange,
-  resource: ownedChange("resources", "current", (r) => r.name.replaceAll("_", " ")),
-  item: ownedChange("items", "quantity", (i) => i.name),
-  resource_event: () => null,
-  fog: (id, now, before) => (before ? null : `fog covers ${now.x},${now.y} again`),
-  memory: (id, now, before) => (before ? "a GM note is restored" : "a GM note is forgotten"),
-  achievement: (id, now, before) =>
-    before ? `achievement '${before.code}' returns` : `achievement '${now.code}' is taken back`,
-  episode: (id, now, before) =>
-    "active" in (before ?? {}) ? `the episode ${before.active ? "goes on" : "ends"}` : null,
-};
-
-// A whole row that did not exist on one side shows up in the diff with a null id there.
-const missing = (fields) => "id" in fields && fields.id === null;
-
-function changesBack(diff) {
-  const groups = new Map();
-  for (const row of diff) {
-    const key = `${row.entity}:${row.id}`;
-    if (!groups.has(key)) groups.set(key, { entity: row.entity, id: row.id, now: {}, before: {} });
-    groups.get(key).now[row.field] = row.now;
-    groups.get(key).before[row.field] = row.before;
-  }
-  return [...groups.values()]
-    .map(({ entity, id, now, before }) => {
-      const describe = CHANGES[entity] ?? (() => `${entity} ${id} changes back`);
-      return describe(id, missing(now) ? null : now, missing(before) ? null : before);
-    })
-    .filter(Boolean);
-}
-
 // ---- the undo dialog -----------------------------------------------------------------------
+// The server draws the plan (each change in plain words, before → after, the later changes in
+// the way) as a fragment; the script only swaps it in, and confirms through the API.
 
 const dialog = $("#undo-dialog");
 const undoForm = $(".undo-form", dialog);
 const confirmButton = $("button[value=confirm]", dialog);
-const FORBIDDEN =
-  "Only the player who took this turn, the campaign owner or a co-GM can undo it. " +
-  "Ask one of them.";
-const SKIPS = {
-  already_reverted: "already undone",
-  not_committed: "never took effect",
-  not_revertible: "cannot be undone: its before-state was not captured",
-};
+const keepButton = $("button[value=cancel]", dialog);
 let undoing = null;
 
 function undoStatus(text) {
@@ -728,94 +621,66 @@ function undoError(text) {
   show($(".undo-error", dialog), Boolean(text), text);
 }
 
-function fillSection(name, items) {
-  const section = $(`.undo-${name}`, dialog);
-  $("ul", section).replaceChildren(...items);
-  section.hidden = items.length === 0;
+// A refusal shows its message alone: no plan, no reason box, no button that cannot work.
+function refused(text) {
+  undoStatus("");
+  undoError(text);
+  $(".undo-plan", dialog).hidden = true;
+  $(".reason", dialog).hidden = true;
+  confirmButton.hidden = true;
+  keepButton.textContent = "Close";
 }
 
-function callItem(call, later = false) {
-  const why = call.skip_reason ? ` (stays: ${SKIPS[call.skip_reason] ?? call.skip_reason})` : "";
-  return h(
-    "li",
-    call.skip_reason ? { class: "skipped" } : {},
-    h("code", {}, call.tool_name),
-    ` — ${named(call.summary)}${later ? " (later turn)" : ""}${why}`,
-  );
-}
-
-async function openUndo(turnId) {
-  undoing = { turn: turnId, cascade: false, conflicts: [] };
-  for (const name of ["calls", "changes", "conflicts"]) fillSection(name, []);
-  undoForm.elements.cascade.checked = false;
+function openUndo(turnId, cascade = false) {
+  undoing = { turn: turnId, cascade };
+  $(".undo-plan", dialog).replaceChildren();
+  $(".undo-plan", dialog).hidden = false;
+  $(".reason", dialog).hidden = false;
+  confirmButton.hidden = false;
+  confirmButton.disabled = true;
+  confirmButton.textContent = cascade ? "Undo from here" : "Undo turn";
+  keepButton.textContent = "Keep the turn";
   undoForm.elements.reason.value = "";
   undoError("");
-  confirmButton.disabled = true;
   undoStatus("Working out what this undo changes…");
   dialog.showModal();
-  await loadPlan();
-}
-
-function planURL(turnId, cascade) {
-  return `${API}/turns/${turnId}/undo-plan/${cascade ? "?cascade=true" : ""}`;
+  loadPlan();
 }
 
 async function loadPlan() {
   const { turn, cascade } = undoing;
+  let response;
   try {
-    const response = await request("GET", planURL(turn, cascade));
-    if (undoing?.turn !== turn || undoing.cascade !== cascade) return;
-    if (!response.ok) {
-      await refuse(response);
-      return;
-    }
-    await showPlan(await response.json());
+    response = await fetch(`${PAGE}/undo-plan/?turn=${turn}${cascade ? "&cascade=1" : ""}`, {
+      credentials: "same-origin",
+      headers: { Accept: "text/html" },
+    });
   } catch {
     undoError(UNREACHABLE);
+    return;
   }
-}
-
-async function showPlan(plan) {
-  undoStatus("");
-  const later = new Set(undoing.conflicts);
-  const calls = plan.invocations.map((call) => callItem(call, later.has(call.id)));
-  if (!calls.length) calls.push(h("li", {}, "No tool calls: only the turn’s messages leave the feed."));
-  fillSection("calls", calls);
-  fillSection("changes", changesBack(plan.diff).map((line) => h("li", {}, line)));
-  if (plan.conflicts.length) await showConflicts(plan.conflicts);
-  confirmButton.disabled = plan.conflicts.length > 0 && !undoing.cascade;
-}
-
-// Name the later calls in the way (the plan describes them) and offer to undo them too.
-async function showConflicts(ids) {
-  undoing.conflicts = ids;
-  let items = ids.map((id) => h("li", {}, `a later tool call (${id.slice(0, 8)})`));
-  const response = await request("GET", planURL(undoing.turn, false));
-  if (response.ok) {
-    const plan = await response.json();
-    const wanted = new Set(ids);
-    items = plan.conflicting_invocations
-      .filter((call) => wanted.has(call.id))
-      .map((call) => callItem(call));
+  if (undoing?.turn !== turn || undoing.cascade !== cascade) return;
+  if (response.status === 404) {
+    refused("This turn is gone: someone may have undone it.");
+    return;
   }
-  fillSection("conflicts", items);
-  $(".undo-conflicts", dialog).hidden = false;
-}
-
-async function refuse(response) {
+  const text = await response.text();
+  if (!response.ok) {
+    refused(text);
+    return;
+  }
+  const plan = fragment(text).firstElementChild;
+  $(".undo-plan", dialog).replaceWith(plan);
   undoStatus("");
-  confirmButton.disabled = true;
-  if (response.status === 403) undoError(FORBIDDEN);
-  else if (response.status === 404) undoError("This turn is gone: someone may have undone it.");
-  else undoError(await problem(response));
+  confirmButton.disabled = plan.dataset.blocked === "1";
+  const box = undoForm.elements.cascade;
+  box?.addEventListener("change", (event) => {
+    undoing.cascade = event.target.checked;
+    confirmButton.disabled = true;
+    undoStatus("Working out what this undo changes…");
+    loadPlan();
+  });
 }
-
-undoForm.elements.cascade.addEventListener("change", async (event) => {
-  undoing.cascade = event.target.checked;
-  confirmButton.disabled = true;
-  undoStatus("Working out what this undo changes…");
-  await loadPlan();
-});
 
 undoForm.addEventListener("submit", async (event) => {
   if (event.submitter?.value !== "confirm") return; // "Keep the turn" just closes the dialog
@@ -836,17 +701,17 @@ undoForm.addEventListener("submit", async (event) => {
         dialog.close();
         return;
       }
-      undoStatus(`Undone, except ${result.skipped.length} tool call(s) that could not be reverted.`);
+      undoStatus(`Undone, except ${result.skipped.length} change(s) that could not be reverted.`);
       return;
     }
     if (response.status === 409) {
-      const body = await response.json();
       undoStatus("");
-      undoError(body.detail ?? "Later turns depend on this one.");
-      await showConflicts(body.conflicts ?? []);
+      undoError((await response.json()).detail ?? "Later turns depend on this one.");
+      await loadPlan();
+      confirmButton.disabled = true;
       return;
     }
-    await refuse(response);
+    refused(await problem(response));
   } catch {
     undoStatus("");
     undoError(UNREACHABLE);
@@ -874,9 +739,10 @@ async function turnAction(button, turnId, action) {
 }
 
 document.addEventListener("click", (event) => {
-  const button = event.target.closest("button.undo, button.stop, button.retry");
+  const button = event.target.closest("button.undo, button.undo-from, button.stop, button.retry");
   if (!button) return;
   if (button.dataset.undo) openUndo(Number(button.dataset.undo));
+  else if (button.dataset.undoFrom) openUndo(Number(button.dataset.undoFrom), true);
   else if (button.dataset.stop) turnAction(button, Number(button.dataset.stop), "cancel");
   else turnAction(button, Number(button.dataset.retry), "retry");
 });

@@ -101,7 +101,7 @@ def test_a_table_set_up_from_the_browser_is_live_for_both(live_world: World, asg
         expect(friend.get_by_role("button", name="Undo this change")).to_have_count(0)
         owner.get_by_role("button", name="Undo this change").last.click()
         dialog = owner.locator("#undo-dialog")
-        expect(dialog.locator(".undo-calls")).to_contain_text("Wolf: HP -4")
+        expect(dialog.locator(".undo-calls")).to_contain_text("Wolf takes 4 damage (11 → 7)")
         dialog.get_by_label("Why are you undoing it?").fill("wrong wolf")
         dialog.get_by_role("button", name="Undo turn").click()
         expect(dialog).to_be_hidden()

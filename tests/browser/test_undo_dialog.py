@@ -49,11 +49,15 @@ def test_a_co_gm_whose_right_was_revoked_is_told_plainly(live_world: World, asgi
         )
         undo.click()
         dialog = cogm.locator("#undo-dialog")
+        # A refusal is the message alone: no plan, no reason box, no dead button.
         expect(dialog.get_by_role("alert")).to_have_text(
-            "Only the player who took this turn, the campaign owner or a co-GM can undo it. "
-            "Ask one of them."
+            "Only the original actor, the campaign owner or a co-GM may do this."
         )
-        expect(dialog.get_by_role("button", name="Undo turn")).to_be_disabled()
+        expect(dialog.get_by_role("button", name="Undo turn")).to_be_hidden()
+        expect(dialog.get_by_label("Why are you undoing it?")).to_be_hidden()
+        expect(dialog.locator(".undo-plan")).to_be_hidden()
+        dialog.get_by_role("button", name="Close").click()
+        expect(dialog).to_be_hidden()
     assert Creature.objects.get(pk=world.goblin.pk).hp == hp
     assert SecurityEvent.objects.filter(user=world.cogm, target=f"turn:{turn.pk}").exists()
 
@@ -71,12 +75,13 @@ def test_later_work_in_the_way_is_listed_and_undone_with_cascade(
         owner.get_by_role("button", name="Undo this turn").click()
         dialog = owner.locator("#undo-dialog")
         conflicts = dialog.locator(".undo-conflicts")
-        expect(conflicts).to_contain_text("modify_creature — Goblin: HP -1")
+        expect(conflicts).to_contain_text("Goblin takes 1 damage")
         confirm = dialog.get_by_role("button", name="Undo turn")
         expect(confirm).to_be_disabled()
 
-        conflicts.get_by_label("Also undo those later tool calls").check()
-        expect(dialog.locator(".undo-calls")).to_contain_text("Goblin: HP -1 (later turn)")
+        conflicts.get_by_label("Also undo those later changes").check()
+        expect(dialog.locator(".undo-calls")).to_contain_text("Goblin takes 1 damage")
+        expect(dialog.locator(".undo-calls")).to_contain_text("(later turn)")
         expect(dialog.locator(".undo-changes")).to_contain_text("→ 7")
         expect(confirm).to_be_enabled()
         screenshot(owner, "undo-dialog-cascade.png")
@@ -103,5 +108,5 @@ def test_a_player_sees_the_later_calls_in_the_way_named_without_a_security_event
         open_table(player, world.campaign.pk)
         player.get_by_role("button", name="Undo this turn").click()
         conflicts = player.locator("#undo-dialog .undo-conflicts")
-        expect(conflicts).to_contain_text("modify_creature — Goblin: HP -1")
+        expect(conflicts).to_contain_text("Goblin takes 1 damage")
     assert not SecurityEvent.objects.filter(user=world.player).exists()

@@ -132,10 +132,8 @@ def test_feed_styles_the_gm_apart_from_players_and_the_table(world: World, playe
     assert re.search(r'class="msg role-system source-system" data-message="\d+">', html)
     assert '<span class="ai-badge">AI</span>' in html
     assert '<p class="text">I attack the goblin</p>' in html
-    assert (
-        '<span class="tool">modify_creature</span><span class="summary">Goblin: HP -3</span>'
-        in html
-    )
+    assert '<span class="summary">Goblin takes 3 damage (7 → 4)</span>' in html
+    assert '<summary>tool</summary><code class="tool">modify_creature</code>' in html
 
 
 def test_undo_is_offered_on_the_most_recent_gm_turn_to_those_who_may_undo_it(
@@ -173,9 +171,15 @@ def test_an_undone_turn_leaves_a_note_instead_of_its_messages(world: World, play
         campaign_id=world.campaign.pk, turn_id=turn.pk, user=world.player, reason="wrong target"
     )
     html = page(player_client, world)
-    assert '<p class="text">I attack the goblin</p>' not in html
-    assert "The goblin falls." not in html
-    assert "↶ player undid their turn: “wrong target”" in html
+    block = html.split(f'data-turn="{turn.pk}"', 1)[1].split("</li>\n", 1)[0]
+    # One line saying who undid it and why, when; its messages and changes only inside it.
+    note = re.search(r'<summary class="undo-note">(.*?)</summary>', block, re.S)[1]
+    assert note.startswith("↶ player undid their turn: “wrong target” · <time datetime=")
+    assert '<details class="undone-turn">' in block
+    body = block.split("</summary>", 1)[1]
+    assert '<p class="text">I attack the goblin</p>' in body
+    assert "The goblin falls." in body
+    assert "Goblin takes 7 damage (7 → 0)" in body
     assert "7 / 7" in card(html, world.goblin)
     assert 'class="undo"' not in html
 
@@ -183,7 +187,7 @@ def test_an_undone_turn_leaves_a_note_instead_of_its_messages(world: World, play
 def test_a_turn_undone_by_someone_else_names_who_undid_it(world: World, player_client: Client):
     turn = gm_turn(world, "I attack the goblin")
     turn_undo(campaign_id=world.campaign.pk, turn_id=turn.pk, user=world.owner)
-    assert "↶ player’s turn was undone by owner</p>" in page(player_client, world)
+    assert "↶ player’s turn was undone by owner · <time" in page(player_client, world)
 
 
 def test_feed_fragment_serves_one_turn_or_the_whole_feed_with_its_event_number(

@@ -158,7 +158,8 @@ def test_the_hand_is_undone_like_the_ais_calls_and_apart_from_them(
     hand_turn = Turn.objects.get(pk=response.json()["turn"])
     block = owner_client.get(f"/campaigns/{world.campaign.pk}/feed/?turn={hand_turn.pk}")
     block = block.content.decode()
-    assert '<span class="tool">modify_creature</span><span class="summary">Goblin' in block
+    assert '<span class="summary">Goblin takes 4 damage' in block
+    assert '<code class="tool">modify_creature</code>' in block
     assert f'class="undo" data-undo="{hand_turn.pk}"' in block  # the script shows the latest
     assert (
         'data-undo="'
