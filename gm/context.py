@@ -209,8 +209,8 @@ def state_summary(state: dict[str, Any], players: dict[int, str]) -> str:
     names = {c["id"]: c["name"] for c in state["creatures"]}
     lines = [
         f'Campaign "{camp["name"]}" ({camp["status"]}). '
-        f"Chapter: {_named(chapters, camp['current_chapter'])}. "
-        f"Active dungeon: {camp['active_dungeon'] or 'none'}.",
+        f"Chapter: {_named(chapters, camp['current_chapter_id'])}. "
+        f"Active dungeon: {camp['active_dungeon_id'] or 'none'}.",
         f"Scene: {camp['scene'] or '(not set)'}"
         + (f" Location: {camp['location']}." if camp["location"] else ""),
         f"Combat: {_combat(state, names)}",

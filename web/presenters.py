@@ -1,12 +1,11 @@
-"""The game world shaped for people: the board and the feed of the campaign page.
+"""The game world shaped for people: the campaign page, its feed and its undo dialog.
 
-The board is drawn from `campaign_state`, the same canonical dump the API serves and the page's
-script keeps up to date from live events, so a card rendered here and one redrawn by the script
-after a `state_changed` are the same card.
+One renderer: every fragment of the page is drawn by the server's templates from what these
+functions return (the board's parts are shaped in `web.board`); the page's script only swaps the
+server's fragments in (docs/architecture.md).
 """
 
 import re
-from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -30,25 +29,13 @@ from campaigns.selectors import (
     turn_rolls,
 )
 from gm.services import STOPPABLE
-from web.api.permissions import token_movers
+from web import board as boards
+from web.api.permissions import runs_table
 from web.changes import describe
 
 FEED_TURNS = 50
 FEED_ROLLS = 50
-ROSTERS = (("party", "pc", "Party"), ("foes", "monster", "Foes"), ("others", "npc", "Others"))
 _CREATURE_REFS = re.compile(r"\bcreatures? (\d+(?:, \d+)*)")
-
-
-def hp_percent(hp: int, max_hp: int) -> int:
-    """Rounded half up, as the page's script does, so both draw the same bar."""
-    return int(100 * hp / max_hp + 0.5) if max_hp > 0 else 0
-
-
-def hp_band(hp: int, max_hp: int) -> str:
-    if hp <= 0:
-        return "down"
-    percent = hp_percent(hp, max_hp)
-    return "ok" if percent > 50 else "hurt" if percent > 25 else "critical"
 
 
 def with_names(text: str, names: dict[int, str]) -> str:
@@ -61,74 +48,6 @@ def with_names(text: str, names: dict[int, str]) -> str:
         return ", ".join(names[pk] for pk in ids)
 
     return _CREATURE_REFS.sub(name_all, text)
-
-
-def board(state: dict[str, Any], people: dict[int, str]) -> dict[str, Any]:
-    """Rosters of creature cards, the combat tracker and the scene, from a state dump."""
-    resources: dict[int, list] = defaultdict(list)
-    items: dict[int, list] = defaultdict(list)
-    for row in state["resources"]:
-        resources[row["creature_id"]].append({**row, "label": row["name"].replace("_", " ")})
-    for row in state["items"]:
-        items[row["creature_id"]].append({**row, "label": row["name"].replace("_", " ")})
-    cards = [
-        {
-            **c,
-            "percent": hp_percent(c["hp"], c["max_hp"]),
-            "band": hp_band(c["hp"], c["max_hp"]),
-            "initial": c["name"][:1].upper(),
-            "player": people.get(c["controlled_by_id"]),
-            "saves": c["kind"] == "pc"
-            and (c["hp"] == 0 or c["death_save_successes"] or c["death_save_failures"]),
-            "resources": resources[c["id"]],
-            "items": items[c["id"]],
-        }
-        for c in state["creatures"]
-    ]
-    return {
-        "rosters": [
-            {"key": key, "title": title, "cards": [c for c in cards if c["kind"] == kind]}
-            for key, kind, title in ROSTERS
-        ],
-        "combat": _combat(state),
-        "scene": _scene(state),
-    }
-
-
-def _combat(state: dict[str, Any]) -> dict[str, Any] | None:
-    active = state["campaign"]["active_encounter"]
-    encounter = next((e for e in state["encounters"] if e["id"] == active), None)
-    if encounter is None:
-        return None
-    creatures = {c["id"]: c for c in state["creatures"]}
-    return {
-        "round": encounter["round"],
-        "order": [
-            {
-                "creature_id": slot["creature_id"],
-                "name": creatures[slot["creature_id"]]["name"]
-                if slot["creature_id"] in creatures
-                else "(gone)",
-                "initiative": slot.get("initiative"),
-                "current": index == encounter["turn_index"],
-                "down": creatures.get(slot["creature_id"], {"hp": 0})["hp"] <= 0,
-            }
-            for index, slot in enumerate(encounter["order"])
-        ],
-    }
-
-
-def _scene(state: dict[str, Any]) -> dict[str, Any]:
-    campaign = state["campaign"]
-    chapter = next((c for c in state["chapters"] if c["id"] == campaign["current_chapter"]), None)
-    dungeon = next((d for d in state["dungeons"] if d["id"] == campaign["active_dungeon"]), None)
-    return {
-        "chapter": f"Chapter {chapter['position']} · {chapter['title']}" if chapter else "",
-        "dungeon": dungeon["name"] if dungeon else "",
-        "location": campaign["location"],
-        "text": campaign["scene"],
-        "completed": campaign["status"] == Campaign.Status.COMPLETED,
-    }
 
 
 CALL_LABELS = {
@@ -375,26 +294,37 @@ def event_seq(campaign: Campaign) -> int:
 
 
 def table(*, campaign: Campaign, user: Any) -> dict[str, Any]:
-    """Everything the campaign page draws, and the data its script starts from. The event
-    number is read first: events after it are applied on top of this state (they carry
-    absolute values, so one already reflected here is harmless to apply again)."""
-    seq = event_seq(campaign)
-    state = campaign_state(campaign)
-    people = campaign_member_names(campaign=campaign)
+    """Everything the campaign page draws, and the data its script starts from: the event
+    number the page reflects (read first, so an event after it is never missed)."""
+    context = board_parts(campaign=campaign, user=user)
     return {
-        "campaign": campaign,
-        "board": board(state, people),
-        "setup": setup(campaign=campaign, user=user, state=state),
+        **context,
         "feed": timeline(campaign=campaign, user=user),
-        "seq": seq,
         "script_data": {
             "campaign": str(campaign.pk),
             "me": user.get_username(),
-            "seq": seq,
-            "state": state,
-            "people": people,
-            "map": token_movers(campaign=campaign, user=user),
+            "seq": context["seq"],
         },
+    }
+
+
+def board_parts(*, campaign: Campaign, user: Any) -> dict[str, Any]:
+    """The board as this user sees it (scene, map, combat, rosters, the forms' choices), and
+    the number of the last event it reflects: the page draws it, and so does the fragment the
+    script swaps in after an event (`/campaigns/{id}/board/`), with the same templates."""
+    seq = event_seq(campaign)
+    state = campaign_state(campaign)
+    people = campaign_member_names(campaign=campaign)
+    gm = runs_table(campaign=campaign, user=user)
+    setup_context = setup(campaign=campaign, user=user, state=state)
+    return {
+        "campaign": campaign,
+        "seq": seq,
+        "board": {
+            **boards.board(state, people),
+            "map": boards.battle_map(state, user_id=user.pk, gm=gm),
+        },
+        "setup": setup_context,
     }
 
 
@@ -416,6 +346,7 @@ def setup(*, campaign: Campaign, user: Any, state: dict[str, Any]) -> dict[str, 
     invites, the owner and co-GMs have the GM's hand, every member may add their own character.
     `errors` ({form: message}) and `new_invite_url` are filled in by a form's answer."""
     is_owner = user.pk == campaign.owner_id
+    members = campaign_members(campaign=campaign) if is_owner else []
     now = timezone.now()
     invites = [
         InviteCard(i.pk, i.expires_at, i.uses, i.max_uses, i.unusable_because(now))
@@ -424,22 +355,12 @@ def setup(*, campaign: Campaign, user: Any, state: dict[str, Any]) -> dict[str, 
     return {
         "is_owner": is_owner,
         "is_gm": may_revert(user=user, campaign=campaign, actor_id=None),
-        "members": campaign_members(campaign=campaign) if is_owner else [],
+        "members": members,
         "invites": invites,
         "kinds": Creature.Kind.choices,
-        "options": setup_options(state),
+        "options": boards.options(state, members),
         "errors": {},
         "new_invite_url": "",
-    }
-
-
-def setup_options(state: dict[str, Any]) -> dict[str, list[tuple[Any, str]]]:
-    """The choices the forms' selects list (value, label); the page's script refills them from
-    its copy of the state as it changes."""
-    return {
-        "creatures": [(c["id"], c["name"]) for c in state["creatures"]],
-        "chapters": [(c["id"], f"{c['position']}. {c['title']}") for c in state["chapters"]],
-        "dungeons": [(d["id"], d["name"]) for d in state["dungeons"]],
     }
 
 

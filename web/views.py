@@ -111,6 +111,17 @@ def campaign_policy(request: HttpRequest, campaign_id: Any) -> HttpResponse:
 
 @login_required
 @require_GET
+def campaign_board(request: HttpRequest, campaign_id: Any) -> HttpResponse:
+    """The board's parts as HTML (scene, map, combat, rosters, the forms' choices), drawn by
+    the same templates as the page, with the number of the last event they reflect: the script
+    swaps them in when an event says the world changed, and after a gap in the event stream."""
+    campaign = member_campaign(request, campaign_id)
+    context = presenters.board_parts(campaign=campaign, user=request.user)
+    return render(request, "campaigns/_board.html", context)
+
+
+@login_required
+@require_GET
 def campaign_feed(request: HttpRequest, campaign_id: Any) -> HttpResponse:
     """The feed as HTML, whole, one turn (`?turn=`) or one roll (`?roll=`): the script swaps it
     in after a turn completes or is undone, draws a roll when it is announced, and reloads the

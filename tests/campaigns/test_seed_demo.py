@@ -58,8 +58,8 @@ def test_seeds_a_living_table_whose_printed_logins_work():
         assert InventoryItem.objects.filter(creature=pc).exists()
     assert Creature.objects.filter(campaign=campaign, kind="monster").count() == 4
     assert [c["title"] for c in state["chapters"]][0] == "The Drowned Gate"
-    assert state["campaign"]["current_chapter"] == state["chapters"][0]["id"]
-    assert state["campaign"]["active_dungeon"] == state["dungeons"][0]["id"]
+    assert state["campaign"]["current_chapter_id"] == state["chapters"][0]["id"]
+    assert state["campaign"]["active_dungeon_id"] == state["dungeons"][0]["id"]
     assert state["campaign"]["scene"]
 
 

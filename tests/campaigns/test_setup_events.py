@@ -65,7 +65,7 @@ def test_the_first_chapter_becomes_current_and_says_so(
         chapter = chapter_create(campaign=campaign, title="One")
     assert [e["data"]["entity"] for e in events] == ["chapter", "campaign"]
     assert events[1]["data"]["fields"] == {"current_chapter_id": chapter.pk}
-    assert campaign_state(campaign)["campaign"]["current_chapter"] == chapter.pk
+    assert campaign_state(campaign)["campaign"]["current_chapter_id"] == chapter.pk
 
 
 def test_a_set_up_change_that_rolls_back_is_never_announced(

@@ -23,16 +23,35 @@ def test_the_page_references_only_local_assets(world: World, player_client: Clie
     assert "@import" not in html
 
 
-@pytest.mark.parametrize("path", ["css/table.css", "js/table.js"])
+SCRIPTS = sorted(
+    str(path.relative_to(Path(finders.find("js")).parent))
+    for path in Path(finders.find("js")).rglob("*.js")
+)
+
+
+@pytest.mark.parametrize("path", ["css/table.css", *SCRIPTS])
 def test_assets_load_nothing_from_elsewhere(path: str):
     source = Path(finders.find(path)).read_text(encoding="utf-8")
     assert not re.search(r"https?://|@import|url\(\s*['\"]?//", source)
 
 
-def test_the_script_is_one_module_without_imports():
-    source = Path(finders.find("js/table.js")).read_text(encoding="utf-8")
-    assert not re.search(r"^\s*import\b", source, re.M)
-    assert "new WebSocket(" in source
+@pytest.mark.parametrize("path", SCRIPTS)
+def test_the_scripts_are_es_modules_importing_only_the_apps_own_files(path: str):
+    """No build step: each module is served as written and imports its siblings by path."""
+    source = Path(finders.find(path)).read_text(encoding="utf-8")
+    for module in re.findall(
+        r'^(?:import|export) .*?from "([^"]+)";$|^import "([^"]+)";$', source, re.M
+    ):
+        target = next(name for name in module if name)
+        assert target.startswith("./"), target
+        assert finders.find(str(Path(path).parent / target)), target
+
+
+def test_the_page_loads_one_entry_module_that_opens_the_live_connection():
+    entry = Path(finders.find("js/table.js")).read_text(encoding="utf-8")
+    socket = Path(finders.find("js/table/socket.js")).read_text(encoding="utf-8")
+    assert 'import { connect } from "./table/socket.js";' in entry
+    assert "new WebSocket(" in socket
 
 
 @pytest.mark.asyncio

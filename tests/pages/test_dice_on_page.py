@@ -3,7 +3,9 @@ happened, the GM's inside its turn, and one roll as a fragment for the script to
 
 import random
 import re
+from pathlib import Path
 
+from django.contrib.staticfiles import finders
 from django.test import Client
 
 from ai_tools import registry
@@ -25,7 +27,7 @@ def test_the_page_has_a_dice_form(world: World, player_client: Client):
     ]
     assert 'name="formula"' in form and 'maxlength="20"' in form
     assert all(f'value="{mode}"' in form for mode in ("normal", "advantage", "disadvantage"))
-    assert "js/dice.js" in html
+    assert 'import "./table/dice.js";' in Path(finders.find("js/table.js")).read_text()
 
 
 def test_players_rolls_sit_between_the_turns_in_the_order_they_happened(

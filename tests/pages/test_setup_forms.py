@@ -4,8 +4,10 @@ and keeps to the API's permissions (404 for strangers, 403 and a security event 
 without the right) and to CSRF."""
 
 import html
+from pathlib import Path
 
 import pytest
+from django.contrib.staticfiles import finders
 from django.test import Client
 from rest_framework.test import APIClient
 
@@ -161,7 +163,7 @@ def test_the_player_sees_the_character_form_and_no_owner_forms(
     assert 'id="hand"' not in player_page
     assert 'id="setup"' in owner_page and 'id="hand"' in owner_page
     assert 'id="character"' not in owner_page
-    assert "js/setup.js" in player_page
+    assert 'import "./table/setup.js";' in Path(finders.find("js/table.js")).read_text()
 
 
 @pytest.mark.parametrize(

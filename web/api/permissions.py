@@ -60,18 +60,19 @@ def runs_table(*, campaign: Campaign, user: Any) -> bool:
     return may_revert(user=user, campaign=campaign, actor_id=None)
 
 
-def token_movers(*, campaign: Campaign, user: Any) -> dict[str, Any]:
-    """The facts the map decides a token's draggability from, for the page's script: whether
-    this person runs the table, and who they are (a player drags their own PC)."""
-    return {"gm": runs_table(campaign=campaign, user=user), "user": user.pk}
+def may_move_token(*, kind: str, controlled_by_id: Any, user_id: Any, gm: bool) -> bool:
+    """A player moves their own PC; the owner and co-GMs (`gm`: `runs_table`) move any token.
+    The one rule: the API enforces it and the map (drawn by the server) marks tokens with it."""
+    return gm or (kind == Creature.Kind.PC and controlled_by_id == user_id)
 
 
 def require_may_move_token(*, campaign: Campaign, user: Any, creature: Creature) -> None:
-    """A player moves their own PC; the owner and co-GMs move any token. The rule the map's
-    drag follows (`token_movers`); the GM's own `move_token` calls are not people's moves."""
+    """`may_move_token`, enforced; the GM's own `move_token` calls are not people's moves."""
     require_member(campaign=campaign, user=user, action="move_token")
-    own_pc = creature.kind == Creature.Kind.PC and creature.controlled_by_id == user.pk
-    if not own_pc and not runs_table(campaign=campaign, user=user):
+    gm = runs_table(campaign=campaign, user=user)
+    if not may_move_token(
+        kind=creature.kind, controlled_by_id=creature.controlled_by_id, user_id=user.pk, gm=gm
+    ):
         raise Forbidden(
             "Players may only move their own character's token.",
             kind=SecurityEvent.Kind.TOOL_CALL_DENIED,

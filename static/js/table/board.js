@@ -1,0 +1,86 @@
+// The board (scene, map, combat tracker, rosters, the forms' choices) is drawn by the server
+// only: `/campaigns/{id}/board/` answers its parts with the templates the page was drawn with,
+// and this module swaps them in whenever an event says the world changed. The fragment carries
+// the number of the last event it reflects, so an older answer never replaces a newer one.
+
+import { on } from "./bus.js";
+import { $, $$, PAGE, boot, fetchHTML, pause } from "./http.js";
+
+let shownSeq = boot.seq;
+const swaps = new Map(); // part name -> (old, fresh) => void: how a part takes its fresh copy
+
+// A part that keeps state of its own across redraws (the map's tokens: focus, a drag, their
+// glide) swaps itself in; the others are replaced whole.
+export function onPart(name, swap) {
+  swaps.set(name, swap);
+}
+
+// A card that changed since it was last drawn glows once; one that did not keeps its node.
+function swapRoster(old, fresh) {
+  const before = new Map($$(".cards > [data-creature]", old).map((c) => [c.dataset.creature, c]));
+  for (const card of $$(".cards > [data-creature]", fresh)) {
+    const was = before.get(card.dataset.creature);
+    if (!was) continue;
+    was.classList.remove("changed");
+    if (was.outerHTML === card.outerHTML) card.replaceWith(was);
+    else card.classList.add("changed");
+  }
+  old.replaceWith(fresh);
+}
+
+function refill(select, template) {
+  const chosen = select.value;
+  select.replaceChildren(...[...template.content.children].map((option) => option.cloneNode(true)));
+  if ([...select.options].some((option) => option.value === chosen)) select.value = chosen;
+}
+
+export function swapIn(fresh) {
+  const seq = Number(fresh.dataset.seq);
+  if (seq < shownSeq) return;
+  shownSeq = seq;
+  for (const part of $$(":scope > [data-part]", fresh)) {
+    const name = part.dataset.part;
+    const old = $(`[data-part="${name}"]`);
+    if (!old) continue;
+    const swap = swaps.get(name) ?? (name.startsWith("roster-") ? swapRoster : null);
+    if (swap) swap(old, part);
+    else old.replaceWith(part);
+  }
+  for (const template of $$(":scope > template[data-options]", fresh)) {
+    for (const select of $$(`select[data-options="${template.dataset.options}"]`)) {
+      refill(select, template);
+    }
+  }
+}
+
+let running = null;
+let again = false;
+
+// Fetch the board and swap it in; a request made while one is on its way is answered by one
+// more fetch after it, so the last event's change is always drawn.
+export function refreshBoard() {
+  if (running) {
+    again = true;
+    return running;
+  }
+  running = (async () => {
+    for (let attempt = 0; ; ) {
+      again = false;
+      try {
+        swapIn(await fetchHTML(`${PAGE}/board/`));
+        attempt = 0;
+      } catch {
+        attempt += 1;
+        again = attempt < 5;
+        await pause(500 * 2 ** attempt);
+      }
+      if (!again) break;
+    }
+    running = null;
+  })();
+  return running;
+}
+
+for (const type of ["state_changed", "invocation_reverted", "interaction_reverted", "member_added"]) {
+  on(type, refreshBoard);
+}

@@ -1,0 +1,21 @@
+// The page's event bus: every websocket event, in `seq` order, goes to each handler of its type.
+// It is how a module of the page hears the table live. To add a live part to the page, write a
+// module that subscribes here and import it from table.js:
+//
+//   import { on } from "./table/bus.js";
+//   on("approval_requested", (event) => ...);
+//
+// Handlers receive the event as SPEC §7 describes it ({type, source, campaign, seq, turn,
+// invocation, data, at}). Several modules may listen to one type; none draws the game's facts
+// itself: they fetch the server's fragment for what changed (board.js, feed.js).
+
+const handlers = new Map();
+
+export function on(type, handler) {
+  if (!handlers.has(type)) handlers.set(type, []);
+  handlers.get(type).push(handler);
+}
+
+export function emit(event) {
+  for (const handler of handlers.get(event.type) ?? []) handler(event);
+}

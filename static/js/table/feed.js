@@ -1,0 +1,167 @@
+// The feed is drawn by the server: whole (`/feed/`), one turn (`/feed/?turn=`) or one roll
+// (`/feed/?roll=`), so it reads the same live and after a reload. This module only decides
+// which fragment to fetch when an event arrives, and where it goes. The one thing it writes
+// itself is the GM's narration as it streams, into the hidden message the server drew for it.
+
+import { on } from "./bus.js";
+import { $, $$, PAGE, fetchHTML } from "./http.js";
+
+export const feed = () => $("#feed");
+
+export function keepingScroll(change) {
+  const list = feed();
+  const atBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 80;
+  change();
+  if (atBottom) feed().scrollTop = feed().scrollHeight;
+}
+
+export const turnNode = (turnId) => $(`:scope > [data-turn="${turnId}"]`, feed());
+
+const streamed = new Map(); // turn id -> the narration so far
+const refreshing = new Map(); // turn id -> the newest request's number
+const fetching = new Set(); // turn ids with a request on its way
+
+// The narration replaces the note that the GM is thinking in the server's drawing of the turn.
+function showStream(block, turnId) {
+  const node = $(":scope > .msg.streaming", block);
+  if (!node || !streamed.has(turnId)) return Boolean(node);
+  $(":scope > .thinking", block)?.remove();
+  node.hidden = false;
+  $(".text", node).textContent = streamed.get(turnId);
+  return true;
+}
+
+// Swap one turn for the server's rendering of it; a newer request for the same turn wins.
+export async function refreshTurn(turnId) {
+  const generation = (refreshing.get(turnId) ?? 0) + 1;
+  refreshing.set(turnId, generation);
+  let fresh;
+  fetching.add(turnId);
+  try {
+    fresh = await fetchHTML(`${PAGE}/feed/?turn=${turnId}`);
+  } catch {
+    return;
+  } finally {
+    if (refreshing.get(turnId) === generation) fetching.delete(turnId);
+  }
+  if (refreshing.get(turnId) !== generation) return;
+  if (!$(":scope > .msg.streaming", fresh)) streamed.delete(turnId); // the GM has finished
+  keepingScroll(() => {
+    showStream(fresh, turnId);
+    const old = turnNode(turnId);
+    const later = $$(":scope > [data-turn]", feed()).find((b) => Number(b.dataset.turn) > turnId);
+    if (old) old.replaceWith(fresh);
+    else feed().insertBefore(fresh, later ?? null);
+  });
+  refreshUndo();
+  // A retry's first sight: the undone turn it retries no longer offers Retry.
+  const retried = fresh.dataset.retryOf && turnNode(fresh.dataset.retryOf);
+  if (retried && !retried.dataset.retried) refreshTurn(Number(fresh.dataset.retryOf));
+}
+
+// A player's roll is an entry of its own: a hidden slot takes its place in the feed at once and
+// is filled when the fragment arrives, so rolls stay in the order they were announced. A GM's
+// roll is part of its turn, which is drawn again.
+export async function drawRoll(rollId, turnId) {
+  if (turnId !== null && turnId !== undefined) {
+    refreshTurn(turnId);
+    return;
+  }
+  if ($(`[data-roll="${rollId}"]`, feed())) return;
+  const slot = document.createElement("li");
+  slot.dataset.roll = rollId;
+  slot.hidden = true;
+  keepingScroll(() => feed().append(slot));
+  try {
+    const drawn = await fetchHTML(`${PAGE}/feed/?roll=${rollId}`);
+    keepingScroll(() => slot.replaceWith(drawn));
+  } catch {
+    slot.remove(); // the next reload of the feed brings it
+  }
+}
+
+// Which of the offers the server drew for each turn stand, given the turns around it: only the
+// most recent GM turn offers Undo (each change by the GM's own hand offers its own), and "Undo
+// from here" (the server's answer per turn: may this user revert it and every later one) stands
+// only while every later turn answers yes too.
+export function refreshUndo() {
+  const latest = $$(":scope > .turn[data-gm='1']", feed()).at(-1);
+  for (const button of $$(".undo", feed())) {
+    const turn = button.closest(".turn");
+    button.hidden = turn !== latest && turn.dataset.hand !== "1";
+  }
+  let allowed = true;
+  for (const turn of $$(":scope > .turn:not(.undone)", feed()).reverse()) {
+    allowed = allowed && turn.dataset.from === "1";
+    const button = $(":scope > .undo-from", turn);
+    if (button) button.hidden = !allowed;
+  }
+}
+
+// Until the server's rendering of the undone turn arrives, it offers no Undo.
+function markUndone(turnId) {
+  const block = turnNode(turnId);
+  if (!block) return;
+  block.classList.add("undone");
+  block.dataset.gm = "0";
+  refreshUndo();
+}
+
+// The whole feed again (after a gap in the events): the number of the last event it reflects.
+export async function reloadFeed() {
+  const fresh = await fetchHTML(`${PAGE}/feed/`);
+  for (const block of $$(":scope > [data-turn]", fresh)) showStream(block, Number(block.dataset.turn));
+  feed().replaceWith(fresh);
+  fresh.scrollTop = fresh.scrollHeight;
+  refreshUndo();
+  return Number(fresh.dataset.seq);
+}
+
+on("message_created", ({ turn, data }) => {
+  if (data.id && $(`[data-message="${data.id}"]`, feed())) return;
+  refreshTurn(turn);
+});
+
+// A turn resumed after its worker was lost tells its narration again from the start.
+on("gm_turn_started", ({ turn, data }) => {
+  if (data.attempt <= 1 || !turnNode(turn)) return;
+  streamed.delete(turn);
+  refreshTurn(turn);
+});
+
+on("gm_text_delta", ({ turn, data }) => {
+  streamed.set(turn, (streamed.get(turn) ?? "") + data.text);
+  const block = turnNode(turn);
+  let shown = false;
+  keepingScroll(() => {
+    shown = Boolean(block) && showStream(block, turn);
+  });
+  if (!shown && !fetching.has(turn)) refreshTurn(turn);
+});
+
+on("gm_turn_completed", ({ turn }) => refreshTurn(turn));
+
+on("dice_rolled", ({ turn, data }) => drawRoll(data.id, turn));
+
+// A change by someone's own hand sits in a turn of its own, which the GM never completes: its
+// tool call is drawn in the feed now.
+on("state_changed", ({ source, turn }) => {
+  if (source === "user" && turn !== null && turnNode(turn)) refreshTurn(turn);
+});
+
+on("invocation_reverted", ({ turn }) => {
+  if (turn !== null && turnNode(turn)) refreshTurn(turn);
+});
+
+on("interaction_reverted", ({ turn, data }) => {
+  markUndone(turn);
+  refreshTurn(turn);
+  // An undo with cascade also reverted later turns' calls: redraw the later turns that made
+  // any, and the "Undo from here" offers may change with them.
+  if (data.invocations?.length > 1) {
+    for (const block of $$(":scope > .turn", feed())) {
+      const later = Number(block.dataset.turn) > turn;
+      if (later && $(":scope > .calls", block)) refreshTurn(Number(block.dataset.turn));
+    }
+  }
+});

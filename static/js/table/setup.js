@@ -1,0 +1,49 @@
+// Set-up and the GM's hand on the campaign page (SPEC §8). The forms work without this script
+// (a normal POST, then the page again); with it they post in the background and stay put. What
+// they change reaches every open page, this one included, as events, and the board (with the
+// forms' choices and the member list) is drawn again by the server (board.js).
+
+import { $, UNREACHABLE, csrfToken, problem, show } from "./http.js";
+
+function showError(form, text) {
+  const error = $(".form-error", form);
+  if (error) show(error, Boolean(text), text);
+}
+
+// A new invite link exists only in this answer (the server keeps its hash): shown once, here.
+function showInvite(form, url) {
+  const shown = $(".invite-new", form.parentElement);
+  $(".invite-url", shown).value = url;
+  shown.hidden = false;
+}
+
+async function submit(form, submitter) {
+  showError(form, "");
+  if (submitter) submitter.disabled = true;
+  try {
+    const response = await fetch(form.action, {
+      method: "POST",
+      body: new FormData(form),
+      credentials: "same-origin",
+      headers: { Accept: "application/json", "X-CSRFToken": csrfToken },
+    });
+    if (!response.ok) {
+      showError(form, await problem(response));
+      return;
+    }
+    form.reset();
+    const body = await response.json();
+    if (body.invite_url) showInvite(form, body.invite_url);
+  } catch {
+    showError(form, UNREACHABLE);
+  } finally {
+    if (submitter) submitter.disabled = false;
+  }
+}
+
+for (const form of document.querySelectorAll("form.setup-form")) {
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    submit(form, event.submitter);
+  });
+}

@@ -1,0 +1,192 @@
+"""The board of the campaign page, shaped for its templates: the scene, the battle map, the
+combat tracker, the rosters of creature cards and the forms' choices.
+
+One renderer (docs/architecture.md): the server draws every part of the board from
+`campaign_state`, on the page and as the fragment `/campaigns/{id}/board/` that the page's
+script swaps in when an event says the world changed. No display rule here has a copy in the
+script: percentages, bands, labels, ordering, fog and who may drag a token are decided here.
+"""
+
+import math
+from collections import defaultdict
+from typing import Any
+
+from campaigns.models import Campaign
+from web.api.permissions import may_move_token
+
+ROSTERS = (("party", "pc", "Party"), ("foes", "monster", "Foes"), ("others", "npc", "Others"))
+
+# The battle map's geometry: cells of CELL user units; the grid covers every token and revealed
+# cell with MARGIN empty cells beyond (room to move), at least MIN_COLS × MIN_ROWS, at most the
+# `move_token` tool's bound.
+CELL = 40
+MIN_COLS, MIN_ROWS, MARGIN, MAX_CELL = 12, 8, 2, 1000
+RING = 17
+RING_LENGTH = 2 * math.pi * RING
+
+
+def hp_percent(hp: int, max_hp: int) -> int:
+    """Rounded half up; the bar's width and its band."""
+    return int(100 * hp / max_hp + 0.5) if max_hp > 0 else 0
+
+
+def hp_band(hp: int, max_hp: int) -> str:
+    if hp <= 0:
+        return "down"
+    percent = hp_percent(hp, max_hp)
+    return "ok" if percent > 50 else "hurt" if percent > 25 else "critical"
+
+
+def board(state: dict[str, Any], people: dict[int, str]) -> dict[str, Any]:
+    """Rosters of creature cards, the combat tracker and the scene, from a state dump."""
+    resources: dict[int, list] = defaultdict(list)
+    items: dict[int, list] = defaultdict(list)
+    for row in state["resources"]:
+        resources[row["creature_id"]].append({**row, "label": row["name"].replace("_", " ")})
+    for row in state["items"]:
+        items[row["creature_id"]].append({**row, "label": row["name"].replace("_", " ")})
+    cards = [
+        {
+            **c,
+            "percent": hp_percent(c["hp"], c["max_hp"]),
+            "band": hp_band(c["hp"], c["max_hp"]),
+            "initial": c["name"][:1].upper(),
+            "player": people.get(c["controlled_by_id"]),
+            "saves": c["kind"] == "pc"
+            and (c["hp"] == 0 or c["death_save_successes"] or c["death_save_failures"]),
+            "resources": resources[c["id"]],
+            "items": items[c["id"]],
+        }
+        for c in state["creatures"]
+    ]
+    return {
+        "rosters": [
+            {"key": key, "title": title, "cards": [c for c in cards if c["kind"] == kind]}
+            for key, kind, title in ROSTERS
+        ],
+        "combat": _combat(state),
+        "scene": _scene(state),
+    }
+
+
+def _active_encounter(state: dict[str, Any]) -> dict[str, Any] | None:
+    active = state["campaign"]["active_encounter_id"]
+    return next((e for e in state["encounters"] if e["id"] == active), None)
+
+
+def _combat(state: dict[str, Any]) -> dict[str, Any] | None:
+    encounter = _active_encounter(state)
+    if encounter is None:
+        return None
+    creatures = {c["id"]: c for c in state["creatures"]}
+    return {
+        "round": encounter["round"],
+        "order": [
+            {
+                "creature_id": slot["creature_id"],
+                "name": creatures[slot["creature_id"]]["name"]
+                if slot["creature_id"] in creatures
+                else "(gone)",
+                "initiative": slot.get("initiative"),
+                "current": index == encounter["turn_index"],
+                "down": creatures.get(slot["creature_id"], {"hp": 0})["hp"] <= 0,
+            }
+            for index, slot in enumerate(encounter["order"])
+        ],
+    }
+
+
+def _scene(state: dict[str, Any]) -> dict[str, Any]:
+    campaign = state["campaign"]
+    chapter_id, dungeon_id = campaign["current_chapter_id"], campaign["active_dungeon_id"]
+    chapter = next((c for c in state["chapters"] if c["id"] == chapter_id), None)
+    dungeon = next((d for d in state["dungeons"] if d["id"] == dungeon_id), None)
+    return {
+        "chapter": f"Chapter {chapter['position']} · {chapter['title']}" if chapter else "",
+        "dungeon": dungeon["name"] if dungeon else "",
+        "location": campaign["location"],
+        "text": campaign["scene"],
+        "completed": campaign["status"] == Campaign.Status.COMPLETED,
+    }
+
+
+def options(state: dict[str, Any], members: list[dict[str, Any]]) -> dict[str, list]:
+    """The choices the forms' selects list (value, label)."""
+    return {
+        "creatures": [(c["id"], c["name"]) for c in state["creatures"]],
+        "chapters": [(c["id"], f"{c['position']}. {c['title']}") for c in state["chapters"]],
+        "dungeons": [(d["id"], d["name"]) for d in state["dungeons"]],
+        "members": [("", "nobody"), *((m["username"], m["username"]) for m in members)],
+    }
+
+
+# ---- the battle map ---------------------------------------------------------------------------
+
+
+def initials(name: str) -> str:
+    return "".join(word[0].upper() for word in name.split()[:2])
+
+
+def battle_map(state: dict[str, Any], *, user_id: Any, gm: bool) -> dict[str, Any]:
+    """The SVG map for one person: the grid, fog (in play once a cell is revealed; the GM sees
+    through it), and a token per creature with its HP ring, the active combatant marked, and
+    whether this person may drag it (`may_move_token`, the API's rule)."""
+    revealed = {(f["x"], f["y"]) for f in state["fog"]}
+    xs = [c["x"] for c in state["creatures"]] + [f["x"] for f in state["fog"]]
+    ys = [c["y"] for c in state["creatures"]] + [f["y"] for f in state["fog"]]
+    cols = min(MAX_CELL + 1, max([MIN_COLS, *(x + 1 + MARGIN for x in xs)]))
+    rows = min(MAX_CELL + 1, max([MIN_ROWS, *(y + 1 + MARGIN for y in ys)]))
+    encounter = _active_encounter(state)
+    order = encounter["order"] if encounter else []
+    turn = encounter["turn_index"] if encounter else -1
+    active = order[turn]["creature_id"] if 0 <= turn < len(order) else None
+    tokens = [_token(c, revealed, active, user_id=user_id, gm=gm) for c in state["creatures"]]
+    return {
+        "cell": CELL,
+        "cols": cols,
+        "rows": rows,
+        "width": cols * CELL,
+        "height": rows * CELL,
+        "holes": [(x * CELL, y * CELL) for x, y in sorted(revealed)],
+        "fog": bool(revealed),
+        "tokens": tokens,
+    }
+
+
+def _token(
+    c: dict[str, Any], revealed: set, active: Any, *, user_id: Any, gm: bool
+) -> dict[str, Any]:
+    movable = may_move_token(
+        kind=c["kind"], controlled_by_id=c["controlled_by_id"], user_id=user_id, gm=gm
+    )
+    in_fog = bool(revealed) and (c["x"], c["y"]) not in revealed and c["kind"] != "pc"
+    classes = ["map-token", f"kind-{c['kind']}", f"band-{hp_band(c['hp'], c['max_hp'])}"]
+    classes += [name for name, on in (("movable", movable), ("active", c["id"] == active)) if on]
+    if in_fog:
+        classes.append("in-fog")
+    label = [f"{c['name']} at {c['x']},{c['y']}, HP {c['hp']} of {c['max_hp']}"]
+    if c["id"] == active:
+        label.append("acting now")
+    if c["kind"] == "pc" and c["controlled_by_id"] == user_id:
+        label.append("your character")
+    if in_fog and gm:
+        label.append("hidden from the players by fog")
+    ratio = min(1, max(0, c["hp"] / c["max_hp"])) if c["max_hp"] > 0 else 0
+    return {
+        "id": c["id"],
+        "name": c["name"],
+        "x": c["x"],
+        "y": c["y"],
+        "left": c["x"] * CELL,
+        "top": c["y"] * CELL,
+        "classes": " ".join(classes),
+        "movable": movable,
+        "refusal": ""
+        if movable
+        else f"Only {'its player' if c['kind'] == 'pc' else 'the GM'} can move {c['name']}.",
+        "active": c["id"] == active,
+        "hidden": in_fog and not gm,
+        "label": ", ".join(label),
+        "ring": f"{ratio * RING_LENGTH:.2f} {RING_LENGTH:.2f}",
+        "initials": initials(c["name"]),
+    }
