@@ -22,7 +22,11 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 T = TypeVar("T")
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+# Screenshots, kept by CI as artifacts: `test-artifacts/` (gitignored) unless TEST_ARTIFACTS says
+# where; `.ci/run` prints the place.
+ARTIFACTS = Path(
+    os.environ.get("TEST_ARTIFACTS") or Path(__file__).resolve().parents[2] / "test-artifacts"
+)
 
 expect.set_options(timeout=20_000)
 
@@ -71,8 +75,8 @@ def open_table(page: Page, campaign_id: Any) -> None:
 
 
 def screenshot(page: Page, name: str) -> Path:
-    ARTIFACTS.mkdir(exist_ok=True)
     path = ARTIFACTS / name
+    path.parent.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=path, full_page=True)
     return path
 

@@ -138,7 +138,7 @@ def test_a_message_sent_from_a_phone_reaches_the_feed(live_world: World, asgi_se
         sign_in(phone, world.player.username)
         open_table(phone, world.campaign.pk)
         assert_composer_on_screen(phone)
-        ARTIFACTS.mkdir(exist_ok=True)
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
         phone.screenshot(path=ARTIFACTS / "phone-table-first-screen.png")  # what the thumb sees
         phone.get_by_label("Your message to the table").tap()
         phone.get_by_label("Your message to the table").fill("I light a torch")
