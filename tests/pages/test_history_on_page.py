@@ -153,8 +153,9 @@ def test_an_undone_turn_is_one_line_expanding_to_its_message_reply_and_changes(
 
 
 def from_here(client: Client, world: World) -> set[int]:
+    """The turns whose "Undo from here" is shown (the newest turn's is drawn hidden)."""
     html = client.get(f"/campaigns/{world.campaign.pk}/").content.decode()
-    return {int(pk) for pk in re.findall(r'data-undo-from="(\d+)"', html)}
+    return {int(pk) for pk in re.findall(r'data-undo-from="(\d+)">', html)}
 
 
 def test_undo_from_here_only_for_those_who_may_revert_every_later_turn(world: World):
@@ -165,6 +166,9 @@ def test_undo_from_here_only_for_those_who_may_revert_every_later_turn(world: Wo
     # The owner and a co-GM may revert anyone's turn: from every turn but the last.
     assert from_here(signed_in(world.owner), world) == {first.pk, second.pk}
     assert from_here(cogm, world) == {first.pk, second.pk}
+    # The newest turn carries it hidden: the page shows it live once a later turn arrives.
+    owner_page = signed_in(world.owner).get(f"/campaigns/{world.campaign.pk}/").content.decode()
+    assert f'data-undo-from="{third.pk}" hidden>' in owner_page
     # The player may not revert the other player's later turn; the other may not revert theirs.
     assert from_here(signed_in(world.player), world) == set()
     assert from_here(signed_in(world.other), world) == set()

@@ -83,18 +83,20 @@ export async function drawRoll(rollId, turnId) {
 // Which of the offers the server drew for each turn stand, given the turns around it: only the
 // most recent GM turn offers Undo (each change by the GM's own hand offers its own), and "Undo
 // from here" (the server's answer per turn: may this user revert it and every later one) stands
-// only while every later turn answers yes too.
+// on every turn but the newest, while every later turn answers yes too: a turn drawn when it
+// was the newest carries the button hidden, and shows it once a later turn arrives.
 export function refreshUndo() {
   const latest = $$(":scope > .turn[data-gm='1']", feed()).at(-1);
   for (const button of $$(".undo", feed())) {
     const turn = button.closest(".turn");
     button.hidden = turn !== latest && turn.dataset.hand !== "1";
   }
+  const live = $$(":scope > .turn:not(.undone)", feed()).reverse();
   let allowed = true;
-  for (const turn of $$(":scope > .turn:not(.undone)", feed()).reverse()) {
+  for (const [index, turn] of live.entries()) {
     allowed = allowed && turn.dataset.from === "1";
     const button = $(":scope > .undo-from", turn);
-    if (button) button.hidden = !allowed;
+    if (button) button.hidden = !allowed || index === 0; // the newest offers its own Undo
   }
 }
 
