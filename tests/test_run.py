@@ -11,6 +11,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -166,6 +167,19 @@ def a_turn_reaches_the_table_live(port: int, lines: list[str]) -> None:
     assert seqs == sorted(seqs)
 
 
+def log_lines_come_once(port: int, lines: list[str]) -> None:
+    """A request's log line is printed once, not once per handler on its way to the root."""
+    missing = f"/no-such-page-{uuid.uuid4().hex}/"
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{port}{missing}", timeout=5)
+    except urllib.error.HTTPError as answer:
+        assert answer.code == 404
+    # Daphne's access line comes after the request's own log lines (one process, one stream).
+    access = f'"GET {missing}" 404'
+    wait_for(lambda: any(access in line for line in lines), 10, "no access line", lines)
+    assert len([line for line in lines if f"Not Found: {missing}" in line]) == 1, lines[-20:]
+
+
 def test_make_run_serves_a_live_table_and_ctrl_c_stops_every_process(tmp_path):
     port = free_port()
     with started(port, tmp_path) as run:
@@ -181,6 +195,7 @@ def test_make_run_serves_a_live_table_and_ctrl_c_stops_every_process(tmp_path):
         assert any("daphne" in command_line(p) for p in children)
 
         a_turn_reaches_the_table_live(port, run.lines)
+        log_lines_come_once(port, run.lines)
 
         os.killpg(run.process.pid, signal.SIGINT)  # Ctrl-C in the terminal
 
