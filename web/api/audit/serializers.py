@@ -8,12 +8,12 @@ from rest_framework import serializers
 
 from ai_tools.base import Tier
 from audit.models import ToolInvocation
-from audit.services.dispatch import TOOL_NAME_MAX
-from campaigns.models import reached_choices
+from audit.services.approval import approval_answer
+from audit.services.dispatch import TOOL_NAME_MAX, approval_deadline
 from core.api.base import StrictSerializer
 from web.api.serializers import RevertibleSerializer, UsernameField
 
-INVOCATION_STATUSES = reached_choices(ToolInvocation.Status.choices)
+INVOCATION_STATUSES = ToolInvocation.Status.choices
 
 BIGINT_MAX = 2**63 - 1
 
@@ -45,6 +45,72 @@ class InvocationSerializer(RevertibleSerializer):
         ]
 
 
+class ApprovalAnswerSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["approved", "rejected", "expired"])
+    by = serializers.CharField(allow_null=True, help_text="Null when it expired.")
+    at = serializers.DateTimeField()
+    reason = serializers.CharField(allow_blank=True)
+    ran_as = serializers.UUIDField(
+        allow_null=True, help_text="Approved: the log row the call ran as, at the log's tip."
+    )
+    ran_status = serializers.CharField(allow_null=True)
+
+
+class PreviewRowSerializer(serializers.Serializer):
+    entity = serializers.CharField()
+    id = serializers.CharField()
+    field = serializers.CharField()
+    before = serializers.JSONField(allow_null=True)
+    after = serializers.JSONField(allow_null=True)
+
+
+class PreviewSerializer(serializers.Serializer):
+    reason = serializers.CharField(help_text="Why the call waits for a person.")
+    diff = PreviewRowSerializer(many=True, help_text="What it would change: before → after.")
+
+
+class InvocationDetailSerializer(InvocationSerializer):
+    """One row, with what only its own page needs: for a call held for approval, its preview,
+    when it expires, and who answered it, how and when; for a call that ran once approved,
+    the held row it ran for."""
+
+    preview = serializers.SerializerMethodField()
+    expires_at = serializers.SerializerMethodField()
+    approval = serializers.SerializerMethodField()
+    approval_of = serializers.UUIDField(source="approval_of_id", read_only=True, allow_null=True)
+
+    class Meta(InvocationSerializer.Meta):
+        fields = [
+            *InvocationSerializer.Meta.fields,
+            "preview",
+            "expires_at",
+            "approval",
+            "approval_of",
+        ]
+
+    @extend_schema_field(PreviewSerializer(allow_null=True))
+    def get_preview(self, row: ToolInvocation) -> dict[str, Any] | None:
+        return public_preview(row.preview)
+
+    @extend_schema_field(OpenApiTypes.DATETIME)
+    def get_expires_at(self, row: ToolInvocation) -> str | None:
+        if row.status != ToolInvocation.Status.AWAITING_APPROVAL:
+            return None
+        return approval_deadline(row).isoformat()
+
+    @extend_schema_field(ApprovalAnswerSerializer(allow_null=True))
+    def get_approval(self, row: ToolInvocation) -> dict[str, Any] | None:
+        return approval_answer(row) if row.preview is not None else None
+
+
+def public_preview(preview: Any) -> dict[str, Any] | None:
+    """A stored preview as clients see it: why, and before → after (the full pre-state it also
+    keeps is the server's, to tell a stale preview)."""
+    if not isinstance(preview, dict):
+        return None
+    return {"reason": preview.get("reason", ""), "diff": preview.get("diff", [])}
+
+
 class InvocationFilter(serializers.Serializer):
     """Query parameters of the log list; values are checked before they reach SQL."""
 
@@ -74,6 +140,40 @@ class ToolCallResultSerializer(serializers.Serializer):
     invocation = serializers.UUIDField(help_text="The log row's id.")
     status = serializers.ChoiceField(choices=INVOCATION_STATUSES)
     result = serializers.JSONField(allow_null=True)
+
+
+class ToolCallHeldSerializer(serializers.Serializer):
+    invocation = serializers.UUIDField(help_text="The held row's id: approve or reject it.")
+    status = serializers.ChoiceField(choices=[ToolInvocation.Status.AWAITING_APPROVAL])
+    preview = PreviewSerializer()
+
+
+class RejectInput(StrictSerializer):
+    reason = serializers.CharField(max_length=1000, required=False, default="", allow_blank=True)
+
+
+class ApprovalResultSerializer(serializers.Serializer):
+    """Approved: `status` is how the call ran (`committed`, or `failed` if its tool refused
+    the world as it now is), with its `result` or `detail`; rejected: `rejected`."""
+
+    invocation = serializers.UUIDField(help_text="The held row.")
+    status = serializers.ChoiceField(choices=["committed", "failed", "rejected"])
+    ran_as = serializers.UUIDField(allow_null=True, help_text="The row the approved call ran as.")
+    result = serializers.JSONField(allow_null=True, required=False)
+    detail = serializers.CharField(required=False)
+
+    def to_representation(self, outcome: Any) -> dict[str, Any]:
+        ran = outcome.ran
+        body = {
+            "invocation": str(outcome.invocation.pk),
+            "status": ran.status if ran is not None else outcome.status,
+            "ran_as": str(ran.pk) if ran is not None else None,
+        }
+        if ran is not None and ran.status == ToolInvocation.Status.COMMITTED:
+            body["result"] = ran.result
+        elif ran is not None:
+            body["detail"] = ran.error
+        return body
 
 
 class ToolCallFailedSerializer(ToolCallResultSerializer):
