@@ -18,42 +18,24 @@ INVOCATION_STATUSES = ToolInvocation.Status.choices
 BIGINT_MAX = 2**63 - 1
 
 
-class InvocationSerializer(RevertibleSerializer):
-    user = UsernameField()
-    requested_by = UsernameField(
-        help_text="Who made the call when it was not the turn's actor (the owner posting into "
-        "a player's turn); null when the actor or the GM on their turn made it."
-    )
-    status = serializers.ChoiceField(choices=INVOCATION_STATUSES, read_only=True)
-    input = serializers.JSONField(read_only=True)
-    result = serializers.JSONField(read_only=True, allow_null=True)
-
-    class Meta:
-        model = ToolInvocation
-        fields = [
-            "id",
-            "sequence",
-            "turn",
-            "user",
-            "requested_by",
-            *ToolInvocation.CALL,
-            "model",
-            "source",
-            "created_at",
-            "committed_at",
-            *ToolInvocation.REVERT_FIELDS,
-        ]
-
-
-class ApprovalAnswerSerializer(serializers.Serializer):
-    status = serializers.ChoiceField(choices=["approved", "rejected", "expired"])
-    by = serializers.CharField(allow_null=True, help_text="Null when it expired.")
-    at = serializers.DateTimeField()
-    reason = serializers.CharField(allow_blank=True)
-    ran_as = serializers.UUIDField(
-        allow_null=True, help_text="Approved: the log row the call ran as, at the log's tip."
-    )
-    ran_status = serializers.CharField(allow_null=True)
+# Who answered a held call, how, when and why (`audit.services.approval.approval_answer`).
+APPROVAL_ANSWER_SCHEMA = {
+    "type": "object",
+    "nullable": True,
+    "properties": {
+        "status": {"type": "string", "enum": ["approved", "rejected", "expired"]},
+        "by": {"type": "string", "nullable": True, "description": "Null when it expired."},
+        "at": {"type": "string", "format": "date-time"},
+        "reason": {"type": "string"},
+        "ran_as": {
+            "type": "string",
+            "format": "uuid",
+            "nullable": True,
+            "description": "Approved: the log row the call ran as, at the log's tip.",
+        },
+        "ran_status": {"type": "string", "nullable": True},
+    },
+}
 
 
 class PreviewRowSerializer(serializers.Serializer):
@@ -69,37 +51,61 @@ class PreviewSerializer(serializers.Serializer):
     diff = PreviewRowSerializer(many=True, help_text="What it would change: before → after.")
 
 
-class InvocationDetailSerializer(InvocationSerializer):
-    """One row, with what only its own page needs: for a call held for approval, its preview,
-    when it expires, and who answered it, how and when; for a call that ran once approved,
-    the held row it ran for."""
+def _nullable(serializer: type[serializers.Serializer]) -> dict[str, Any]:
+    """The schema of a method field answering with `serializer`'s shape or null."""
+    name = serializer.__name__.removesuffix("Serializer")
+    return {"allOf": [{"$ref": f"#/components/schemas/{name}"}], "nullable": True}
 
+
+class InvocationSerializer(RevertibleSerializer):
+    user = UsernameField()
+    requested_by = UsernameField(
+        help_text="Who made the call when it was not the turn's actor (the owner posting into "
+        "a player's turn); null when the actor or the GM on their turn made it."
+    )
+    status = serializers.ChoiceField(choices=INVOCATION_STATUSES, read_only=True)
+    input = serializers.JSONField(read_only=True)
+    result = serializers.JSONField(read_only=True, allow_null=True)
+    # Human in the loop: a held call's preview, when it expires while it waits, who answered
+    # it, how and when; for a call that ran once approved, the held row it ran for.
     preview = serializers.SerializerMethodField()
     expires_at = serializers.SerializerMethodField()
     approval = serializers.SerializerMethodField()
     approval_of = serializers.UUIDField(source="approval_of_id", read_only=True, allow_null=True)
 
-    class Meta(InvocationSerializer.Meta):
+    class Meta:
+        model = ToolInvocation
         fields = [
-            *InvocationSerializer.Meta.fields,
+            "id",
+            "sequence",
+            "turn",
+            "user",
+            "requested_by",
+            *ToolInvocation.CALL,
+            "model",
+            "source",
+            "created_at",
+            "committed_at",
+            *ToolInvocation.REVERT_FIELDS,
             "preview",
             "expires_at",
             "approval",
             "approval_of",
         ]
 
-    @extend_schema_field(PreviewSerializer(allow_null=True))
+    @extend_schema_field(_nullable(PreviewSerializer))
     def get_preview(self, row: ToolInvocation) -> dict[str, Any] | None:
         return public_preview(row.preview)
 
-    @extend_schema_field(OpenApiTypes.DATETIME)
+    @extend_schema_field({"type": "string", "format": "date-time", "nullable": True})
     def get_expires_at(self, row: ToolInvocation) -> str | None:
         if row.status != ToolInvocation.Status.AWAITING_APPROVAL:
             return None
         return approval_deadline(row).isoformat()
 
-    @extend_schema_field(ApprovalAnswerSerializer(allow_null=True))
+    @extend_schema_field(APPROVAL_ANSWER_SCHEMA)
     def get_approval(self, row: ToolInvocation) -> dict[str, Any] | None:
+        """From the chained transition: a query for a call that was held, none otherwise."""
         return approval_answer(row) if row.preview is not None else None
 
 
@@ -146,6 +152,10 @@ class ToolCallHeldSerializer(serializers.Serializer):
     invocation = serializers.UUIDField(help_text="The held row's id: approve or reject it.")
     status = serializers.ChoiceField(choices=[ToolInvocation.Status.AWAITING_APPROVAL])
     preview = PreviewSerializer()
+
+
+class ApproveInput(StrictSerializer):
+    """Nothing to send: the call runs as it was asked, against the world as it is."""
 
 
 class RejectInput(StrictSerializer):

@@ -111,11 +111,11 @@ class InvocationListView(ApiListView):
 class InvocationDetailView(ApiView):
     """One log row. Rows are append-only: no endpoint edits or deletes them."""
 
-    @extend_schema(responses={200: s.InvocationDetailSerializer, **error_responses()})
+    @extend_schema(responses={200: s.InvocationSerializer, **error_responses()})
     def get(self, request: Request, campaign_id: Any, invocation_id: Any) -> Response:
         campaign = visible_campaign(request, campaign_id)
         row = invocation_get(campaign=campaign, invocation_id=invocation_id)
-        return Response(s.InvocationDetailSerializer(row).data)
+        return Response(s.InvocationSerializer(row).data)
 
 
 @extend_schema(tags=["invocations"])
@@ -126,11 +126,12 @@ class InvocationApproveView(ApiView):
 
     @extend_schema(
         summary="Approve a tool call held for approval",
-        request=None,
+        request=s.ApproveInput,
         responses={200: s.ApprovalResultSerializer, **error_responses(403, 409)},
     )
     def post(self, request: Request, campaign_id: Any, invocation_id: Any) -> Response:
         visible_campaign(request, campaign_id)
+        validated(s.ApproveInput, request.data)
         outcome = approval.invocation_approve(
             campaign_id=campaign_id,
             invocation_id=invocation_id,
