@@ -129,3 +129,24 @@ def test_reject_takes_a_reason(world, held):
     assert response.status_code == 200
     detail = client_for(world.player).get(campaign_url(world, f"invocations/{held.pk}/")).json()
     assert detail["approval"]["reason"] == "player rejected this call: not that goblin"
+
+
+@pytest.mark.parametrize("action,expected", [("approve", 403), ("reject", 200)])
+def test_a_co_gm_may_not_approve_a_call_on_their_own_turn(world, action, expected):
+    """The grant that lets a co-GM approve others' calls does not let them sign off on what
+    the AI does for them; the owner answers for the table, on their own turn too."""
+    Campaign.objects.filter(pk=world.campaign.pk).update(approval_policy="critical")
+    world.campaign.refresh_from_db()
+    row = call(
+        world,
+        "modify_creature",
+        {"creature_id": world.goblin.pk, "hp_delta": -5},
+        actor=world.cogm,
+        turn=world.turn(world.cogm),
+        source=InvocationOrigin.GM,
+    )
+    url = campaign_url(world, f"invocations/{row.pk}/{action}/")
+    assert client_for(world.cogm).post(url, {}, format="json").status_code == expected
+    if expected == 403:
+        assert SecurityEvent.objects.get().kind == SecurityEvent.Kind.APPROVAL_DENIED
+        assert client_for(world.owner).post(url, {}, format="json").status_code == 200
