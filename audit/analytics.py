@@ -6,6 +6,8 @@ campaign's or a window's cost follows the rows asked about, not the length of th
 counts where it stands now (a call later undone counts as reverted); `approved` counts the
 chained status transitions out of `awaiting_approval` to anything but a refusal, since an
 approved call's row moves on to its outcome and keeps no status that says it was approved.
+An approved call runs as a row of its own (`approval_of`), and the held row it ran for
+(`pending` from then on) is not counted again among the calls.
 """
 
 from collections.abc import Iterable
@@ -104,7 +106,7 @@ def tool_stats(
     grouped = (
         _log(campaign_ids=campaign_ids, since=since)
         .values("model", "tool_name")
-        .annotate(calls=Count("status"), **_status_counts())
+        .annotate(calls=Count("status", filter=~Q(status=Status.PENDING)), **_status_counts())
         .order_by("model", "tool_name")
     )
     approved = _approvals(campaign_ids=campaign_ids, since=since)

@@ -44,6 +44,7 @@ HASHED_FIELDS = (
     "sequence",
     *ToolInvocation.CALL,
     "tool_use_id",
+    "approval_of_id",
     "revert_snapshot",
     "post_state",
     "write_set",
@@ -61,6 +62,8 @@ UNHASHED_FIELDS = {
     "reverted_at": "restates the revert transition's `at`; checked against it",
     "reverted_by_id": "restates the revert transition's `by`; checked against it",
     "revert_reason": "restates the revert transition's `reason`; checked against it",
+    "preview": "what a held call would change, shown to its approvers and recomputed when it is "
+    "stale; what the call did when it ran is sealed in the row it ran as",
 }
 TRANSITION_HASHED_FIELDS = (
     "campaign_id",
@@ -185,6 +188,8 @@ def row_hash(row: Any, prev_hash: str, *, status: str | None = None) -> str:
     if not payload["tool_use_id"]:
         # Rows sealed before the column existed keep their seal: an empty id is left out.
         del payload["tool_use_id"]
+    if payload["approval_of_id"] is None:
+        del payload["approval_of_id"]  # likewise: only an approved call's row names one
     return _hmac("invocation", prev_hash, payload)
 
 

@@ -64,6 +64,14 @@ class ToolInvocation(Revertible):
     source = models.CharField(max_length=32, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     committed_at = models.DateTimeField(null=True, blank=True)
+    # Human in the loop (audit/services/approval.py). A call held for approval is a row of its
+    # own (`awaiting_approval`) whose `preview` says what it would change and why it waits;
+    # approved, it runs as a new row at the log's tip (`approval_of` points back), so the log's
+    # order stays the order the world changed in, which undo and conflict detection rely on.
+    preview = models.JSONField(null=True, blank=True)
+    approval_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="approved_runs"
+    )
     # Tamper evidence (audit/chain.py): an HMAC over the row as sealed and the previous link's.
     prev_hash = models.CharField(max_length=64, blank=True, default="")
     row_hash = models.CharField(max_length=64, blank=True, default="")
@@ -203,6 +211,7 @@ class SecurityEvent(models.Model):
         TOOL_CALL_DENIED = "tool_call_denied"
         ADMIN_DENIED = "admin_denied"
         WEBSOCKET_DENIED = "websocket_denied"
+        APPROVAL_DENIED = "approval_denied"
 
     kind = models.CharField(max_length=32, choices=Kind.choices)
     user = user_reference(on_delete=models.SET_NULL)

@@ -23,6 +23,48 @@ def may_revert(*, user: Any, campaign: Campaign, actor_id: int) -> bool:
     return ObjectPermissionChecker(user).has_perm("revert_any_turn", campaign)
 
 
+def may_approve(*, user: Any, campaign: Campaign, actor_id: int) -> bool:
+    """Who may let a held tool call run: the owner (who answers for the table, on their own
+    turn too: nobody ranks above them to ask), a co-GM holding `revert_any_turn`, or staff
+    holding `audit.revert_toolinvocation` — but not the turn's actor otherwise: the person the
+    AI acts for does not sign off on it. Cheap facts first, as in `may_revert`."""
+    if not getattr(user, "is_authenticated", False) or not user.is_active:
+        return False
+    if user.pk == campaign.owner_id:
+        return True
+    if user.pk == actor_id:
+        return False
+    if user.is_staff and user.has_perm("audit.revert_toolinvocation"):
+        return True
+    return ObjectPermissionChecker(user).has_perm("revert_any_turn", campaign)
+
+
+def may_reject(*, user: Any, campaign: Campaign, actor_id: int) -> bool:
+    """Who may refuse a held call: any approver, and the turn's actor (withdrawing it)."""
+    if getattr(user, "is_authenticated", False) and user.is_active and user.pk == actor_id:
+        return True
+    return may_approve(user=user, campaign=campaign, actor_id=actor_id)
+
+
+def authorize_approval(
+    *, user: Any, campaign: Campaign, actor_id: int, target: str, reject: bool = False
+) -> None:
+    """Raise Forbidden (recorded as `approval_denied`) unless `user` may approve — or, with
+    `reject`, refuse — a held call on a turn of `actor_id`."""
+    rule = may_reject if reject else may_approve
+    if not rule(user=user, campaign=campaign, actor_id=actor_id):
+        raise Forbidden(
+            "Only the campaign owner, a co-GM or audit staff may approve this call; "
+            "the turn's player may withdraw it."
+            if not reject
+            else "Only the turn's player, the campaign owner, a co-GM or audit staff may "
+            "reject this call.",
+            kind=SecurityEvent.Kind.APPROVAL_DENIED,
+            campaign=campaign,
+            target=target,
+        )
+
+
 def authorize_revert(
     *,
     user: Any,

@@ -10,16 +10,6 @@ from guardian.models import GroupObjectPermissionBase, UserObjectPermissionBase
 
 User = settings.AUTH_USER_MODEL
 
-# Human approval (issue 11) will write these statuses; the columns keep them among their choices,
-# since dropping them would take a migration that issue 11 reverts at once. Until it lands no row
-# reaches them, so the API and the admin neither offer nor document them.
-APPROVAL_STATUSES = frozenset({"awaiting_approval", "rejected", "expired"})
-
-
-def reached_choices(choices: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """A status column's choices without the approval statuses no row reaches yet."""
-    return [(value, label) for value, label in choices if value not in APPROVAL_STATUSES]
-
 
 def user_reference(*, on_delete: Any) -> models.ForeignKey:
     """A person a row names (who reverted it, who asked) without a reverse accessor on the user,

@@ -384,6 +384,11 @@ if APPROVAL_ADAPTIVE_WINDOW < 1 or not 0 < APPROVAL_ADAPTIVE_THRESHOLD <= 1:
     raise ImproperlyConfigured(
         "APPROVAL_ADAPTIVE_WINDOW must be at least 1 and APPROVAL_ADAPTIVE_THRESHOLD in (0, 1]."
     )
+# How long (seconds) a tool call held for approval waits for a human before it expires: a job
+# of the task engine, scheduled when the call pauses, expires it then (no page view needed).
+APPROVAL_TIMEOUT = float(os.environ.get("APPROVAL_TIMEOUT", "3600"))
+if APPROVAL_TIMEOUT <= 0:
+    raise ImproperlyConfigured("APPROVAL_TIMEOUT must be a positive number of seconds.")
 
 # Background work (SPEC §2): GM turns run in worker processes (`manage.py db_worker`, the
 # Procfile's `worker:`), which claim jobs from this database; any number of them, on any number

@@ -37,6 +37,14 @@ class Conflict(AppError, status=409, detail="Conflict."):
         self.conflicts = conflicts or []
 
 
+class StalePreview(Conflict, status=409, detail="The preview is stale."):
+    """A held tool call's preview no longer matches the world; `preview` is the fresh one."""
+
+    def __init__(self, detail: str, *, preview: dict[str, Any]) -> None:
+        super().__init__(detail)
+        self.preview = preview
+
+
 class Gone(AppError, status=410, detail="It is gone."):
     """It existed and can no longer be used (an expired, revoked or used-up invite link)."""
 

@@ -24,12 +24,14 @@ class GMError(Exception):
 
 
 class TurnStopped(Exception):
-    """The turn must stop at this step: someone cancelled it, it was undone, or this runner
-    lost its lease (the turn went on elsewhere). Providers let it through."""
+    """The turn must stop at this step: someone cancelled it, it was undone, this runner lost
+    its lease (the turn went on elsewhere), or a tool call waits for a human's approval (the
+    turn pauses in the database and its worker is freed). Providers let it through."""
 
     CANCELLED = "cancelled"
     UNDONE = "undone"
     LOST = "lost"
+    PAUSED = "paused"
 
     def __init__(self, why: str) -> None:
         super().__init__(why)

@@ -50,8 +50,10 @@ def claim_run(claim: Claim, provider: Any = None) -> Turn:
             session = _session(claim, heartbeat)
             data = {"actor": turn.actor.get_username(), "model": model, "attempt": claim.attempt}
             session.publish("gm_turn_started", data)
-            provider.run(session)
-            _end(claim, Turn.Status.COMPLETED, session, model=model)
+            while not _played(provider, session, claim):
+                session = _session(claim, heartbeat)  # answered at once: play on from the top
+            if not session.paused:
+                _end(claim, Turn.Status.COMPLETED, session, model=model)
         except TurnStopped as stop:
             if stop.why == TurnStopped.LOST:
                 logger.warning("GM turn %s: lease lost by %s, stopping", turn.pk, claim.owner)
@@ -62,6 +64,39 @@ def claim_run(claim: Claim, provider: Any = None) -> Turn:
             _end(claim, Turn.Status.FAILED, session, model=model, reason=reason)
     turn.refresh_from_db()
     return turn
+
+
+def _played(provider: Any, session: TurnSession, claim: Claim) -> bool:
+    """Play the turn: True once the provider finished or the turn paused for an approval
+    (then `session.paused` is set and the worker is free to go); False if a call it paused on
+    was answered before the turn could pause, so it must be played on."""
+    try:
+        provider.run(session)
+    except TurnStopped as stop:
+        if stop.why != TurnStopped.PAUSED:
+            raise
+        session.paused = turn_pause(claim.turn, claim.owner, session)
+        return session.paused
+    return True
+
+
+def turn_pause(turn: Turn, owner: str, session: TurnSession) -> bool:
+    """Pause the turn in the database while a call of it waits for approval: status
+    `awaiting_approval`, lease released, so no worker holds it (the call's answer queues it
+    again, `gm.tasks.turn_resume`). False if no call of it waits any more (answered between
+    the dispatch and now): the runner plays on. Under the campaign lock, which the answer
+    takes too, so one of the two sees the other."""
+    with transaction.atomic(durable=True):
+        lease_hold(turn, owner)
+        waiting = ToolInvocation.objects.filter(
+            campaign_id=turn.campaign_id, turn=turn, status=ToolInvocation.Status.AWAITING_APPROVAL
+        ).exists()
+        if waiting:
+            session.flush()
+            Turn.objects.filter(pk=turn.pk).update(
+                status=Turn.Status.AWAITING_APPROVAL, lease_owner="", lease_expires_at=None
+            )
+    return waiting
 
 
 def _session(claim: Claim, heartbeat: Heartbeat) -> TurnSession:

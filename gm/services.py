@@ -6,6 +6,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit.permissions import authorize_revert
+from audit.services.approval import held_calls_withdraw
 from campaigns.models import Campaign, ChatMessage, Turn
 from campaigns.selectors import campaign_get_visible, turn_get
 from campaigns.services import turn_create
@@ -65,6 +66,12 @@ def turn_cancel(*, campaign_id: Any, turn_id: Any, user: Any) -> Turn:
         if turn.cancel_requested_at is None:
             turn.cancel_requested_at, turn.cancel_requested_by = timezone.now(), user
             turn.save(update_fields=["cancel_requested_at", "cancel_requested_by"])
+        if turn.status == Turn.Status.AWAITING_APPROVAL:  # its held calls go; it queues to end
+            who = user.get_username()
+            held_calls_withdraw(
+                campaign=campaign, turn=turn, by=user, reason=f"{who} cancelled this turn."
+            )
+            turn.refresh_from_db()
         if turn.status == Turn.Status.QUEUED:  # perhaps waiting to resume: keep what it said
             turn_close(turn, status=Turn.Status.CANCELLED, text=transcript_text(turn=turn))
     turn.refresh_from_db()

@@ -15,6 +15,7 @@ from ai_tools import registry
 from ai_tools.base import ReadTool, ToolContext, ToolError
 from audit.models import InvocationOrigin, ToolInvocation
 from audit.services import invocation_dispatch
+from audit.services.approval import approval_answer
 from campaigns.models import Turn
 from campaigns.realtime import EventSource, broadcast_on_commit, event
 from core.errors import AppError
@@ -23,6 +24,12 @@ from gm.context import GMContext
 from gm.transcript import round_complete, round_record
 
 DELTA_MIN_CHARS = 24
+# A held call's statuses once a person (or the clock) has answered it.
+ANSWERED = (
+    ToolInvocation.Status.PENDING,
+    ToolInvocation.Status.REJECTED,
+    ToolInvocation.Status.EXPIRED,
+)
 
 
 class TurnSession:
@@ -44,6 +51,8 @@ class TurnSession:
         self._lost = lost or threading.Event()
         self._said: list[str] = []
         self._pending = ""
+        # Set when the turn paused for an approval: the runner leaves it as it is.
+        self.paused = False
 
     @property
     def text(self) -> str:
@@ -173,6 +182,16 @@ class TurnSession:
 
 
 def _outcome(row: ToolInvocation) -> ToolOutcome:
+    """What the model reads for a logged call. A call held for approval pauses the turn
+    (TurnStopped.PAUSED) until someone answers; approved, it is the outcome of the row it ran
+    as; rejected or expired, an error saying why."""
+    if row.status == ToolInvocation.Status.AWAITING_APPROVAL:
+        raise TurnStopped(TurnStopped.PAUSED)
+    if row.status in ANSWERED:
+        answer = approval_answer(row)
+        if answer["status"] == "approved":
+            return _outcome(row.approved_runs.get())
+        return ToolOutcome(False, {"error": answer["reason"], "status": row.status}, str(row.pk))
     if row.committed_at is not None:  # committed (and perhaps reverted since)
         return ToolOutcome(True, row.result or {}, str(row.pk))
     problem = row.error or f"The call is {row.status}."

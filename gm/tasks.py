@@ -31,6 +31,9 @@ from gm.transcript import transcript_open, transcript_text, turn_lock
 
 # Watchdogs go before turns waiting in the queue, so recovery stays bounded under a backlog.
 WATCH_PRIORITY = 10
+# A campaign's later turns wait while one of its turns runs or waits for an approval: the GM
+# answers the table in order, never past a call a person has not yet allowed.
+HOLDING = (Turn.Status.RUNNING, Turn.Status.AWAITING_APPROVAL)
 
 
 @task()
@@ -76,7 +79,7 @@ def turn_claim(*, campaign_id: Any, turn_id: int | None = None) -> Claim | None:
         turns.filter(status=Turn.Status.QUEUED, reverted_at__isnull=False).update(
             status=Turn.Status.CANCELLED, lease_expires_at=None
         )
-        if turns.filter(status=Turn.Status.RUNNING).exists():
+        if turns.filter(status__in=HOLDING).exists():
             return None
         turn = turns.filter(status=Turn.Status.QUEUED).order_by("pk").first()
         if turn is None or (turn_id is not None and turn.pk != turn_id):
@@ -95,6 +98,26 @@ def turn_claim(*, campaign_id: Any, turn_id: int | None = None) -> Claim | None:
         return Claim(turn=turn, owner=owner, attempt=turn.attempts)
 
 
+def turn_resume(*, invocation: Any, **_: Any) -> None:
+    """A held call of a paused turn was answered (`audit.services.approval.approval_resolved`,
+    in the answering transaction, under the campaign lock): once none of its calls waits, the
+    turn goes back in the queue, first in its campaign's line, and any worker plays it on from
+    its transcript, reading the answer as the call's result. A turn still running (it has not
+    paused yet) finds the answer itself (`gm.runner.turn_pause`)."""
+    if invocation.turn_id is None:
+        return
+    turn = Turn.objects.select_for_update().filter(pk=invocation.turn_id).first()
+    if turn is None or turn.status != Turn.Status.AWAITING_APPROVAL:
+        return
+    waiting = invocation.__class__.objects.filter(
+        campaign_id=turn.campaign_id, turn=turn, status=invocation.Status.AWAITING_APPROVAL
+    )
+    if waiting.exists():
+        return
+    Turn.objects.filter(pk=turn.pk).update(status=Turn.Status.QUEUED)
+    turn_enqueue(turn)
+
+
 def turn_enqueue_next(*, campaign_id: Any) -> None:
     """After a turn ends: the campaign's next queued turn, if any, goes to a worker."""
     with transaction.atomic(durable=True):
@@ -103,7 +126,7 @@ def turn_enqueue_next(*, campaign_id: Any) -> None:
 
 def _enqueue_next(campaign_id: Any) -> None:
     turns = Turn.objects.filter(campaign_id=campaign_id)
-    if turns.filter(status=Turn.Status.RUNNING).exists():
+    if turns.filter(status__in=HOLDING).exists():
         return
     following = turns.filter(status=Turn.Status.QUEUED).order_by("pk").first()
     if following is not None:

@@ -129,7 +129,11 @@ def build_world(prefix: str = "") -> World:
     owner, player, cogm, other, outsider = (
         make_user(prefix + name) for name in ("owner", "player", "cogm", "other", "outsider")
     )
-    campaign = campaign_create(owner=owner, name="The Sunken Keep")
+    # Approval off: the tests of the log, revert and the GM run calls at once; the approval
+    # tests (tests/audit/test_approval*.py, tests/gm/test_approval_turns.py) turn it on.
+    campaign = campaign_create(
+        owner=owner, name="The Sunken Keep", approval_policy=Campaign.ApprovalPolicy.NONE
+    )
     membership_add(campaign=campaign, username=player.username)
     membership_add(campaign=campaign, username=other.username)
     membership_add(campaign=campaign, username=cogm.username, can_revert_any=True)

@@ -6,7 +6,7 @@ from django.urls import path
 from django.utils.functional import lazy
 from django.views.generic import RedirectView
 
-from web import setup, views
+from web import approvals, setup, views
 
 CAMPAIGN = "campaigns/<uuid:campaign_id>/"
 
@@ -31,6 +31,7 @@ urlpatterns = [
         views.campaign_undo_plan,
         name="campaign_undo_plan",
     ),
+    path(CAMPAIGN + "approvals/", approvals.campaign_approvals, name="campaign_approvals"),
     path(CAMPAIGN + "members/", setup.member_add, name="page_members"),
     path(CAMPAIGN + "creatures/", setup.creature_add, name="page_creatures"),
     path(CAMPAIGN + "resources/", setup.resource_add, name="page_resources"),

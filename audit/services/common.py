@@ -1,14 +1,41 @@
-"""Pieces shared by dispatch and revert."""
+"""Pieces shared by dispatch, preview and revert."""
 
 import functools
-from typing import Any
+import logging
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from django.db import connection, models
 
 from ai_tools import entities
+from ai_tools.base import ToolError, WriteTool
 from audit.chain import chain_tip
 from audit.models import ToolInvocation, WriteSetEntry
 from campaigns.models import Campaign, Turn
+from core.faults import is_unavailable
+
+logger = logging.getLogger("audit.services.dispatch")
+T = TypeVar("T")
+
+
+class ToolFailed(Exception):
+    """The tool refused or broke; its mutation is rolled back and a `failed` row is written."""
+
+
+def guarded(tool: WriteTool, method: Callable[..., T], *args: Any) -> T:
+    """Run a tool method; its refusals and crashes become `ToolFailed`, which rolls back the
+    whole dispatch transaction (so no savepoint is needed here)."""
+    try:
+        return method(*args)
+    except ToolError as exc:
+        raise ToolFailed(str(exc)) from exc
+    except Exception as exc:
+        if is_unavailable(exc):
+            raise  # the database or channel layer is down: not the tool's fault
+        logger.exception("tool %s raised", tool.name)
+        raise ToolFailed(
+            f"Internal error in tool {tool.name} ({type(exc).__name__}); nothing was changed."
+        ) from exc
 
 
 def campaign_lock(campaign_id: Any) -> Campaign:

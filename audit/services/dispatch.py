@@ -3,16 +3,21 @@
 import functools
 import logging
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Any, ParamSpec, TypeVar
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
 from ai_tools import entities, registry
-from ai_tools.base import ToolContext, ToolError, WriteTool
+from ai_tools.base import ToolContext, WriteTool
+from audit.approval import needs_approval
 from audit.chain import seal
 from audit.models import InvocationOrigin, ToolInvocation
-from audit.services.common import campaign_lock, log_append_sql
+from audit.services.common import ToolFailed, campaign_lock, guarded, log_append_sql
+from audit.services.preview import call_preview
+from audit.tasks import expire_held_call
 from campaigns.models import Campaign, Turn
 from campaigns.realtime import EventSource, broadcast_on_commit, event
 from core.errors import AuditLogFailure, Conflict, InvalidInput
@@ -23,10 +28,6 @@ T = TypeVar("T")
 P = ParamSpec("P")
 # A made-up name longer than the column is logged cut short, not turned into an audit failure.
 TOOL_NAME_MAX = ToolInvocation._meta.get_field("tool_name").max_length
-
-
-class _ToolFailed(Exception):
-    """The tool refused or broke; its mutation is rolled back and a `failed` row is written."""
 
 
 def _outage_fails_closed(dispatch: Callable[P, T]) -> Callable[P, T]:
@@ -76,6 +77,12 @@ def invocation_dispatch(
     call. It is stored only when that is someone else (the owner posting into a player's turn),
     so a null `requested_by` always means "the actor, or the GM on the actor's turn".
 
+    A call the campaign's approval policy holds back (`audit.approval.needs_approval`; never a
+    person's own hand, source `user`) does not run: its row is written `awaiting_approval`
+    with a preview of what it would change (`audit.services.preview`), `approval_requested`
+    goes out and its expiry is scheduled; `audit.services.approval` takes it from there. A
+    call that needs no approval pays nothing for the check unless the policy is `adaptive`.
+
     `tool_use_id` names a GM's call within its turn: the log holds at most one row per (turn,
     tool_use_id), so a second dispatch of one tool_use fails closed and changes nothing.
     """
@@ -103,13 +110,114 @@ def invocation_dispatch(
         with transaction.atomic(durable=True):
             locked = campaign_lock(campaign.pk)
             checked = _refuse_if_undone_early(turn)
-            row = _new_row(row_fields, locked, status=ToolInvocation.Status.COMMITTED)
             ctx = ToolContext(campaign=locked, actor=actor, turn=turn)
+            held = _held(locked, tool, model, source)
+            if held is not None:
+                return _pause(tool, ctx, row_fields, locked, reason=held, turn_checked=checked)
+            row = _new_row(row_fields, locked, status=ToolInvocation.Status.COMMITTED)
             event_seq = _run(tool, ctx, row, after=locked.event_seq)
             _append(row, locked, event_seq=event_seq, turn_checked=checked)
-    except _ToolFailed as failure:
+    except ToolFailed as failure:
         return _record_failed(row_fields, str(failure))
     return row
+
+
+def _held(locked: Campaign, tool: WriteTool, model: str, source: str) -> str | None:
+    """Why the call must wait for a human, or None. A person's own hand is never held: the
+    human in the loop is for what the AI (or an agent through the API) does."""
+    if source == InvocationOrigin.USER:
+        return None
+    return needs_approval(locked, tool, model)
+
+
+def _pause(
+    tool: WriteTool,
+    ctx: ToolContext,
+    fields: dict[str, Any],
+    locked: Campaign,
+    *,
+    reason: str,
+    turn_checked: bool,
+) -> ToolInvocation:
+    """Hold the call: its row `awaiting_approval` with the preview, `approval_requested` with
+    it, and the job that expires it after APPROVAL_TIMEOUT, in the caller's transaction under
+    the campaign lock. A call its tool would refuse raises ToolFailed (a `failed` row, as
+    without approval): there is nothing to ask anyone about."""
+    preview = call_preview(tool, ctx, fields["input"], reason=reason)
+    row = _new_row(fields, locked, status=ToolInvocation.Status.AWAITING_APPROVAL, preview=preview)
+    requested = event(
+        "approval_requested",
+        approval_request_data(row, actor=ctx.actor),
+        source=_event_source(row.source),
+        turn=row.turn_id,
+        invocation=row.pk,
+    )
+    row.broadcast_events = broadcast_on_commit(row.campaign_id, [requested], after=locked.event_seq)
+    _append(row, locked, event_seq=locked.event_seq + 1, turn_checked=turn_checked)
+    expire_held_call.using(run_after=approval_deadline(row)).enqueue(str(row.pk))
+    return row
+
+
+def approval_deadline(row: ToolInvocation) -> datetime:
+    return row.created_at + timedelta(seconds=settings.APPROVAL_TIMEOUT)
+
+
+def approval_request_data(row: ToolInvocation, *, actor: Any) -> dict[str, Any]:
+    """`approval_requested`'s data (SPEC §7): what the card shows."""
+    return {
+        "invocation": str(row.pk),
+        "tool_name": row.tool_name,
+        "tool_tier": row.tool_tier,
+        "input": row.input,
+        "summary": registry.summary(row.tool_name, row.input),
+        "model": row.model,
+        "actor": actor.get_username(),
+        "reason": (row.preview or {}).get("reason", ""),
+        "preview": (row.preview or {}).get("diff", []),
+        "expires_at": approval_deadline(row).isoformat(),
+    }
+
+
+def approved_call_run(held: ToolInvocation, locked: Campaign) -> ToolInvocation:
+    """Run an approved call now, as a new row at the log's tip (`approval_of` = the held row):
+    the log's order stays the order the world changed in. Through the dispatch's own steps,
+    against the state as it is now; a tool refusal leaves a `failed` row and no change, the
+    approval still on record. Assumes the campaign lock, in the caller's transaction; a turn
+    undone meanwhile raises Conflict."""
+    tool = registry.write_tool(held.tool_name)
+    fields = {
+        **{name: getattr(held, name) for name in _CARRIED},
+        "tool_use_id": "",
+        "approval_of_id": held.pk,
+    }
+    checked = _refuse_if_undone_early(held.turn)
+    savepoint = transaction.savepoint()
+    try:
+        row = _new_row(fields, locked, status=ToolInvocation.Status.COMMITTED)
+        ctx = ToolContext(campaign=locked, actor=held.user, turn=held.turn)
+        event_seq = _run(tool, ctx, row, after=locked.event_seq)
+        _append(row, locked, event_seq=event_seq, turn_checked=checked)
+    except ToolFailed as failure:
+        transaction.savepoint_rollback(savepoint)
+        row = _new_row(fields, locked, status=ToolInvocation.Status.FAILED, error=str(failure))
+        _append(row, locked, event_seq=locked.event_seq, turn_checked=True)
+    else:
+        transaction.savepoint_commit(savepoint)
+    return row
+
+
+# What the approved call's row takes over from the held one.
+_CARRIED = (
+    "campaign_id",
+    "user_id",
+    "requested_by_id",
+    "turn",
+    "tool_name",
+    "tool_tier",
+    "input",
+    "model",
+    "source",
+)
 
 
 def _caller_if_not_actor(requested_by: Any, actor: Any) -> int | None:
@@ -182,11 +290,11 @@ def _record_failed(fields: dict[str, Any], error: str) -> ToolInvocation:
 def _run(tool: WriteTool, ctx: ToolContext, row: ToolInvocation, *, after: int) -> int:
     """Run the tool and fill in the row; the campaign's last event number after its events."""
     data = row.input
-    _guarded(tool, tool.authorize, ctx, data)
-    keys = _guarded(tool, tool.write_set, ctx, data)
-    reads = _guarded(tool, tool.read_set, ctx, data)
+    guarded(tool, tool.authorize, ctx, data)
+    keys = guarded(tool, tool.write_set, ctx, data)
+    reads = guarded(tool, tool.read_set, ctx, data)
     snapshot, snapshot_error = _take_snapshot(tool, ctx, data, keys)
-    result = _guarded(tool, tool.apply, ctx, data)
+    result = guarded(tool, tool.apply, ctx, data)
     written = keys + [k for k in ctx.created if k not in keys]
     if snapshot is not None and "entities" in snapshot:
         for created in ctx.created:
@@ -228,22 +336,6 @@ def _from_loaded_rows(tool: WriteTool, ctx: ToolContext, keys: list[str]) -> boo
         return False
     rows = ctx.loaded_rows()
     return all(entities.in_rows(k, rows) for k in keys)
-
-
-def _guarded(tool: WriteTool, method: Callable[..., T], *args: Any) -> T:
-    """Run a tool method; its refusals and crashes become `_ToolFailed`, which rolls back the
-    whole dispatch transaction (so no savepoint is needed here)."""
-    try:
-        return method(*args)
-    except ToolError as exc:
-        raise _ToolFailed(str(exc)) from exc
-    except Exception as exc:
-        if is_unavailable(exc):
-            raise  # the database or channel layer is down: not the tool's fault
-        logger.exception("tool %s raised", tool.name)
-        raise _ToolFailed(
-            f"Internal error in tool {tool.name} ({type(exc).__name__}); nothing was changed."
-        ) from exc
 
 
 def _event_source(origin: str) -> EventSource:

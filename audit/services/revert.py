@@ -13,6 +13,7 @@ from audit.chain import transitions_append
 from audit.models import ToolInvocation, WriteSetEntry
 from audit.permissions import authorize_revert, recording_denials
 from audit.selectors import invocation_get
+from audit.services.approval import held_calls_withdraw
 from campaigns.models import Campaign, ChatMessage, Revertible, Turn
 from campaigns.realtime import EventSource, broadcast_on_commit, event
 from campaigns.selectors import campaign_get_visible, turn_get
@@ -110,12 +111,16 @@ def turn_undo(
     ip: str | None = None,
 ) -> UndoResult:
     """Undo a whole turn atomically: its committed invocations newest first, its messages
-    marked reverted. Rows that cannot be reverted are reported with their skip reason. Durable:
+    marked reverted; a call of it still waiting for approval is rejected, so none can be approved
+    onto the undone turn. Rows that cannot be reverted are reported with their skip reason. Durable:
     nested in a caller's transaction it raises RuntimeError."""
     with recording_denials(user=user, ip=ip), transaction.atomic(durable=True):
         campaign, turn = _lock_turn(campaign_id, turn_id, user)
         authorize_revert(
             user=user, campaign=campaign, actor_id=turn.actor_id, target=f"turn:{turn.pk}"
+        )
+        held_calls_withdraw(
+            campaign=campaign, turn=turn, by=user, reason=f"{_name(user)} undid this turn."
         )
         rows = list(
             ToolInvocation.objects.select_for_update()
@@ -151,6 +156,10 @@ def turn_undo(
             ],
         )
     return UndoResult(reverted=[str(r.pk) for r in chain], skipped=skipped)
+
+
+def _name(user: Any) -> str:
+    return user.get_username() if user is not None else "Someone"
 
 
 def invocation_revert_plan(

@@ -14,7 +14,7 @@ from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from core.errors import AppError, Conflict
+from core.errors import AppError, Conflict, StalePreview
 from core.faults import RETRY_AFTER_SECONDS, UNAVAILABLE_DETAIL, is_unavailable
 
 logger = logging.getLogger(__name__)
@@ -60,6 +60,8 @@ def _app_error_body(exc: AppError) -> dict[str, Any]:
     body: dict[str, Any] = {"detail": exc.detail}
     if isinstance(exc, Conflict):
         body["conflicts"] = [str(c) for c in exc.conflicts]
+    if isinstance(exc, StalePreview):
+        body["preview"] = exc.preview
     return body
 
 

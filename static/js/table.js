@@ -11,6 +11,7 @@
 //   table/map.js       dragging and keyboard moves on the server's map
 //   table/dice.js      rolling from the page
 //   table/setup.js     set-up and GM's-hand forms posted in the background
+//   table/approval.js  the approval card (held calls: the diff, Approve/Reject), drawn by the server
 //
 // One renderer (docs/architecture.md): the server draws every fragment of the page; these
 // modules decide which fragment to fetch, and where it goes. None holds a copy of the game.
@@ -22,6 +23,7 @@ import "./table/undo.js";
 import "./table/map.js";
 import "./table/dice.js";
 import "./table/setup.js";
+import "./table/approval.js";
 import { refreshUndo, feed } from "./table/feed.js";
 import { connect } from "./table/socket.js";
 

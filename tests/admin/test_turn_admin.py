@@ -121,13 +121,14 @@ def test_turn_list_filters_by_campaign(staff_client, played, world):
     }
 
 
-def test_turn_status_filter_offers_only_the_statuses_turns_reach(staff_client, played):
+def test_turn_status_filter_offers_every_status(staff_client, played):
     turn, _, _ = played
     changelist = reverse("admin:campaigns_turn_changelist")
     assert _status_choices(staff_client.get(changelist)) == [
         "open",
         "queued",
         "running",
+        "awaiting_approval",
         "completed",
         "failed",
         "cancelled",

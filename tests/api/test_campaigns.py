@@ -10,6 +10,18 @@ from tests.api.conftest import campaign_url, client_for, dump
 from tests.conftest import make_user
 from web.api.serializers import StateSerializer
 
+
+@pytest.fixture(autouse=True)
+def at_the_default_policy(request):
+    """These tests' world starts where a new campaign does, at `critical` (the test world runs
+    at `none`, so that the log's tests run their calls at once)."""
+    if "world" not in request.fixturenames:
+        return
+    world = request.getfixturevalue("world")
+    Campaign.objects.filter(pk=world.campaign.pk).update(approval_policy="critical")
+    world.campaign.refresh_from_db()
+
+
 pytestmark = pytest.mark.django_db
 
 

@@ -28,7 +28,9 @@ def game_state(client: APIClient, base: str) -> dict:
 
 def test_undoing_a_turn_over_http_restores_the_state_and_a_second_undo_skips_all():
     gm, player = signed_up("gm"), signed_up("pia")
-    campaign = created(gm.post("/api/campaigns/", {"name": "Ash Road"}, format="json"))
+    campaign = created(
+        gm.post("/api/campaigns/", {"name": "Ash Road", "approval_policy": "none"}, format="json")
+    )
     base = f"/api/campaigns/{campaign['id']}/"
     created(gm.post(base + "members/", {"username": "pia"}, format="json"))
     hero = created(

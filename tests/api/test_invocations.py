@@ -8,13 +8,13 @@ from tests.api.conftest import campaign_url, client_for, play_turn
 
 pytestmark = pytest.mark.django_db
 
-# The keys of GET …/invocations/{iid}/ as SPEC §6 writes them, plus `requested_by`: provenance
-# (SPEC §5), additive to the §6 keys.
+# The keys of GET …/invocations/{iid}/ as SPEC §6 writes them (with `preview`), plus
+# `requested_by` (provenance, SPEC §5) and the approval's answer: additive to the §6 keys.
 SPEC_DETAIL = (
     "id, sequence, turn, user, tool_name, tool_tier, input, result, status, error, revertible, "
-    "model, source, created_at, committed_at, reverted_at, reverted_by, revert_reason"
+    "model, source, created_at, committed_at, reverted_at, reverted_by, revert_reason, preview"
 )
-DETAIL_KEYS = {*SPEC_DETAIL.split(", "), "requested_by"}
+DETAIL_KEYS = {*SPEC_DETAIL.split(", "), "requested_by", "expires_at", "approval", "approval_of"}
 
 
 def mixed_log(world):

@@ -10,6 +10,7 @@ from ai_tools import registry
 from audit.approval import adaptive_approval_reason, needs_approval
 from audit.models import ToolInvocation
 from audit.services import invocation_dispatch, invocation_revert
+from audit.services.approval import invocation_approve
 from campaigns.models import Campaign
 from campaigns.services import campaign_create, creature_create
 from tests.conftest import World
@@ -18,18 +19,23 @@ SONNET = "anthropic/claude-sonnet-4-5"
 
 
 def moves(campaign: Campaign, actor: Any, n: int, model: str = SONNET) -> list[ToolInvocation]:
-    """`n` committed move_token calls by `model` in `campaign`, oldest first."""
+    """`n` committed move_token calls by `model` in `campaign`, oldest first; a call the
+    adaptive rule holds is approved by the owner, and the row it ran as is the one returned."""
     creature = campaign.creatures.first()
-    rows = [
-        invocation_dispatch(
+    rows = []
+    for i in range(n):
+        row = invocation_dispatch(
             campaign=campaign,
             actor=actor,
             tool_name="move_token",
             input={"creature_id": creature.pk, "x": i % 30, "y": 1},
             model=model,
         )
-        for i in range(n)
-    ]
+        if row.status == ToolInvocation.Status.AWAITING_APPROVAL:
+            row = invocation_approve(
+                campaign_id=campaign.pk, invocation_id=row.pk, user=campaign.owner
+            ).ran
+        rows.append(row)
     assert {row.status for row in rows} == {"committed"}
     return rows
 

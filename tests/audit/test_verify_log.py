@@ -145,6 +145,7 @@ def other_value(world, row: ToolInvocation, name: str) -> Any:
         "user_id": world.player.pk,
         "requested_by_id": world.cogm.pk,
         "turn_id": world.turn().pk,
+        "approval_of_id": row.pk,  # an approval made up for a row that was never held
         "sequence": 99,
         "status": "failed",
         "tool_tier": "critical",

@@ -12,7 +12,7 @@ from django.contrib.admin.options import IncorrectLookupParameters
 from django.db import connections, router
 from django.db.models import Model, QuerySet
 
-from campaigns.models import Campaign, reached_choices
+from campaigns.models import Campaign
 
 BLANK = "-"
 
@@ -78,14 +78,14 @@ class SourceFilter(IndexedValuesFilter):
 
 
 class StatusFilter(admin.SimpleListFilter):
-    """The statuses rows reach: those the column keeps for human approval are not offered until
-    something writes them. The query string is that of Django's own field filter."""
+    """A log row's status (`awaiting_approval` is the admin's approval queue). The query string
+    is that of Django's own field filter."""
 
     title = "status"
     parameter_name = "status__exact"
 
     def lookups(self, request, model_admin):
-        return reached_choices(model_admin.model._meta.get_field("status").choices)
+        return model_admin.model._meta.get_field("status").choices
 
     def queryset(self, request, queryset: QuerySet) -> QuerySet:
         value = self.value()

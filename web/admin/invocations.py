@@ -17,7 +17,7 @@ from django.utils.safestring import SafeString
 from audit.models import ToolInvocation
 from campaigns.models import Campaign
 from campaigns.selectors import creature_names_in
-from web.admin import display
+from web.admin import approving, display
 from web.admin.analytics import analytics_page
 from web.admin.filters import (
     CampaignFilter,
@@ -85,7 +85,7 @@ class ToolInvocationAdmin(
     paginator = EstimatedCountPaginator
     show_full_result_count = False
     show_facets = admin.ShowFacets.NEVER
-    actions = ["revert_selected"]
+    actions = ["revert_selected", "approve_selected", "reject_selected"]
     bulk_limit = 500
     fieldsets = (
         (
@@ -109,6 +109,7 @@ class ToolInvocationAdmin(
                 )
             },
         ),
+        ("Approval", {"fields": ("preview_diff", "approval_answer", "ran_as", "approval_of")}),
         ("Revert", {"fields": ("revertible", *ToolInvocation.REVERT_FIELDS)}),
         ("Input and result", {"fields": ("input_json", "result_json", "error")}),
         (
@@ -173,6 +174,37 @@ class ToolInvocationAdmin(
     @admin.display(description="before → after")
     def entity_diff(self, row: ToolInvocation) -> SafeString:
         return display.render_entity_diff(row)
+
+    @admin.display(description="preview (held for approval)")
+    def preview_diff(self, row: ToolInvocation) -> SafeString | str:
+        return approving.preview_table(row)
+
+    @admin.display(description="answered")
+    def approval_answer(self, row: ToolInvocation) -> str:
+        return approving.answer_text(row)
+
+    @admin.display(description="ran as")
+    def ran_as(self, row: ToolInvocation) -> Any:
+        return approving.approved_run(row)
+
+    @admin.action(description="Approve selected calls held for approval")
+    def approve_selected(self, request: HttpRequest, queryset: QuerySet) -> None:
+        self._answer_selected(request, queryset, approve=True)
+
+    @admin.action(description="Reject selected calls held for approval")
+    def reject_selected(self, request: HttpRequest, queryset: QuerySet) -> None:
+        self._answer_selected(request, queryset, approve=False)
+
+    def _answer_selected(self, request: HttpRequest, queryset: QuerySet, *, approve: bool) -> None:
+        """Oldest first, as they were asked; one message per row. The approval queue is the
+        list filtered to `awaiting_approval`; a selected row that is not waiting is reported
+        as answered."""
+        rows = list(queryset.defer(None).order_by("created_at", "sequence")[: self.bulk_limit + 1])
+        if len(rows) > self.bulk_limit:
+            self.message_user(request, f"Select at most {self.bulk_limit} calls.", "error")
+            return
+        for row in rows:
+            approving.answer_and_report(request, row, approve=approve)
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet, search_term: str

@@ -18,13 +18,12 @@ from campaigns.models import (
     Membership,
     Resource,
     Turn,
-    reached_choices,
 )
 from campaigns.selectors import campaign_members
 from core.api.base import StrictSerializer
 
 User = get_user_model()
-TURN_STATUSES = reached_choices(Turn.Status.choices)
+TURN_STATUSES = Turn.Status.choices
 MAX_HP, MAX_COORD = HP["maximum"], COORD["maximum"]
 MESSAGE_MAX = 4000
 

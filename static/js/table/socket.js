@@ -60,6 +60,7 @@ async function reload() {
   const seq = await reloadFeed();
   await refreshBoard();
   lastSeq = seq;
+  emit({ type: "resynced", seq });
 }
 
 export function resync() {

@@ -8,14 +8,53 @@ from rest_framework import serializers
 
 from ai_tools.base import Tier
 from audit.models import ToolInvocation
-from audit.services.dispatch import TOOL_NAME_MAX
-from campaigns.models import reached_choices
+from audit.services.approval import approval_answer
+from audit.services.dispatch import TOOL_NAME_MAX, approval_deadline
 from core.api.base import StrictSerializer
 from web.api.serializers import RevertibleSerializer, UsernameField
 
-INVOCATION_STATUSES = reached_choices(ToolInvocation.Status.choices)
+INVOCATION_STATUSES = ToolInvocation.Status.choices
 
 BIGINT_MAX = 2**63 - 1
+
+
+# Who answered a held call, how, when and why (`audit.services.approval.approval_answer`).
+APPROVAL_ANSWER_SCHEMA = {
+    "type": "object",
+    "nullable": True,
+    "properties": {
+        "status": {"type": "string", "enum": ["approved", "rejected", "expired"]},
+        "by": {"type": "string", "nullable": True, "description": "Null when it expired."},
+        "at": {"type": "string", "format": "date-time"},
+        "reason": {"type": "string"},
+        "ran_as": {
+            "type": "string",
+            "format": "uuid",
+            "nullable": True,
+            "description": "Approved: the log row the call ran as, at the log's tip.",
+        },
+        "ran_status": {"type": "string", "nullable": True},
+    },
+}
+
+
+class PreviewRowSerializer(serializers.Serializer):
+    entity = serializers.CharField()
+    id = serializers.CharField()
+    field = serializers.CharField()
+    before = serializers.JSONField(allow_null=True)
+    after = serializers.JSONField(allow_null=True)
+
+
+class PreviewSerializer(serializers.Serializer):
+    reason = serializers.CharField(help_text="Why the call waits for a person.")
+    diff = PreviewRowSerializer(many=True, help_text="What it would change: before → after.")
+
+
+def _nullable(serializer: type[serializers.Serializer]) -> dict[str, Any]:
+    """The schema of a method field answering with `serializer`'s shape or null."""
+    name = serializer.__name__.removesuffix("Serializer")
+    return {"allOf": [{"$ref": f"#/components/schemas/{name}"}], "nullable": True}
 
 
 class InvocationSerializer(RevertibleSerializer):
@@ -27,6 +66,12 @@ class InvocationSerializer(RevertibleSerializer):
     status = serializers.ChoiceField(choices=INVOCATION_STATUSES, read_only=True)
     input = serializers.JSONField(read_only=True)
     result = serializers.JSONField(read_only=True, allow_null=True)
+    # Human in the loop: a held call's preview, when it expires while it waits, who answered
+    # it, how and when; for a call that ran once approved, the held row it ran for.
+    preview = serializers.SerializerMethodField()
+    expires_at = serializers.SerializerMethodField()
+    approval = serializers.SerializerMethodField()
+    approval_of = serializers.UUIDField(source="approval_of_id", read_only=True, allow_null=True)
 
     class Meta:
         model = ToolInvocation
@@ -42,7 +87,34 @@ class InvocationSerializer(RevertibleSerializer):
             "created_at",
             "committed_at",
             *ToolInvocation.REVERT_FIELDS,
+            "preview",
+            "expires_at",
+            "approval",
+            "approval_of",
         ]
+
+    @extend_schema_field(_nullable(PreviewSerializer))
+    def get_preview(self, row: ToolInvocation) -> dict[str, Any] | None:
+        return public_preview(row.preview)
+
+    @extend_schema_field({"type": "string", "format": "date-time", "nullable": True})
+    def get_expires_at(self, row: ToolInvocation) -> str | None:
+        if row.status != ToolInvocation.Status.AWAITING_APPROVAL:
+            return None
+        return approval_deadline(row).isoformat()
+
+    @extend_schema_field(APPROVAL_ANSWER_SCHEMA)
+    def get_approval(self, row: ToolInvocation) -> dict[str, Any] | None:
+        """From the chained transition: a query for a call that was held, none otherwise."""
+        return approval_answer(row) if row.preview is not None else None
+
+
+def public_preview(preview: Any) -> dict[str, Any] | None:
+    """A stored preview as clients see it: why, and before → after (the full pre-state it also
+    keeps is the server's, to tell a stale preview)."""
+    if not isinstance(preview, dict):
+        return None
+    return {"reason": preview.get("reason", ""), "diff": preview.get("diff", [])}
 
 
 class InvocationFilter(serializers.Serializer):
@@ -74,6 +146,44 @@ class ToolCallResultSerializer(serializers.Serializer):
     invocation = serializers.UUIDField(help_text="The log row's id.")
     status = serializers.ChoiceField(choices=INVOCATION_STATUSES)
     result = serializers.JSONField(allow_null=True)
+
+
+class ToolCallHeldSerializer(serializers.Serializer):
+    invocation = serializers.UUIDField(help_text="The held row's id: approve or reject it.")
+    status = serializers.ChoiceField(choices=[ToolInvocation.Status.AWAITING_APPROVAL])
+    preview = PreviewSerializer()
+
+
+class ApproveInput(StrictSerializer):
+    """Nothing to send: the call runs as it was asked, against the world as it is."""
+
+
+class RejectInput(StrictSerializer):
+    reason = serializers.CharField(max_length=1000, required=False, default="", allow_blank=True)
+
+
+class ApprovalResultSerializer(serializers.Serializer):
+    """Approved: `status` is how the call ran (`committed`, or `failed` if its tool refused
+    the world as it now is), with its `result` or `detail`; rejected: `rejected`."""
+
+    invocation = serializers.UUIDField(help_text="The held row.")
+    status = serializers.ChoiceField(choices=["committed", "failed", "rejected"])
+    ran_as = serializers.UUIDField(allow_null=True, help_text="The row the approved call ran as.")
+    result = serializers.JSONField(allow_null=True, required=False)
+    detail = serializers.CharField(required=False)
+
+    def to_representation(self, outcome: Any) -> dict[str, Any]:
+        ran = outcome.ran
+        body = {
+            "invocation": str(outcome.invocation.pk),
+            "status": ran.status if ran is not None else outcome.status,
+            "ran_as": str(ran.pk) if ran is not None else None,
+        }
+        if ran is not None and ran.status == ToolInvocation.Status.COMMITTED:
+            body["result"] = ran.result
+        elif ran is not None:
+            body["detail"] = ran.error
+        return body
 
 
 class ToolCallFailedSerializer(ToolCallResultSerializer):

@@ -17,4 +17,6 @@ urlpatterns = [
     path(INVOCATION, views.InvocationDetailView.as_view(), name="api-invocation"),
     path(INVOCATION + "revert/", views.InvocationRevertView.as_view(), name="api-revert"),
     path(INVOCATION + "revert-plan/", views.RevertPlanView.as_view(), name="api-revert-plan"),
+    path(INVOCATION + "approve/", views.InvocationApproveView.as_view(), name="api-approve"),
+    path(INVOCATION + "reject/", views.InvocationRejectView.as_view(), name="api-reject"),
 ]

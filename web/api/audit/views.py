@@ -18,6 +18,7 @@ from audit.analytics import analytics_scope, tool_stats
 from audit.models import InvocationOrigin, ToolInvocation
 from audit.permissions import recording_denials
 from audit.selectors import invocation_get, invocation_list
+from audit.services import approval
 from campaigns.selectors import turn_get
 from core.api.base import (
     ApiListView,
@@ -46,6 +47,11 @@ class ToolCallView(ApiView):
         request=s.ToolCallInput,
         responses={
             201: OpenApiResponse(s.ToolCallResultSerializer, "Committed."),
+            202: OpenApiResponse(
+                s.ToolCallHeldSerializer,
+                "Held for approval (the campaign's policy): nothing changed yet; `preview` says "
+                "what it would change. Approve or reject it at …/invocations/{id}/approve/.",
+            ),
             422: OpenApiResponse(
                 s.ToolCallFailedSerializer,
                 "Invalid input or a tool error: a failed row was logged, nothing changed.",
@@ -73,6 +79,9 @@ class ToolCallView(ApiView):
         if row.status == ToolInvocation.Status.FAILED:
             failed = s.ToolCallFailedSerializer({**body, "detail": row.error})
             return Response(failed.data, status=status.HTTP_422_UNPROCESSABLE_ENTITY)
+        if row.status == ToolInvocation.Status.AWAITING_APPROVAL:
+            held = {**body, "preview": s.public_preview(row.preview)}
+            return Response(s.ToolCallHeldSerializer(held).data, status=status.HTTP_202_ACCEPTED)
         return Response(s.ToolCallResultSerializer(body).data, status=status.HTTP_201_CREATED)
 
 
@@ -107,6 +116,52 @@ class InvocationDetailView(ApiView):
         campaign = visible_campaign(request, campaign_id)
         row = invocation_get(campaign=campaign, invocation_id=invocation_id)
         return Response(s.InvocationSerializer(row).data)
+
+
+@extend_schema(tags=["invocations"])
+class InvocationApproveView(ApiView):
+    """Let a held call run now, through the audited dispatch, against the world as it is (the
+    owner, a co-GM holding the grant, or audit staff; not the turn's own player). A preview
+    gone stale is a 409 carrying the fresh `preview`; the call keeps waiting."""
+
+    @extend_schema(
+        summary="Approve a tool call held for approval",
+        request=s.ApproveInput,
+        responses={200: s.ApprovalResultSerializer, **error_responses(403, 409)},
+    )
+    def post(self, request: Request, campaign_id: Any, invocation_id: Any) -> Response:
+        visible_campaign(request, campaign_id)
+        validated(s.ApproveInput, request.data)
+        outcome = approval.invocation_approve(
+            campaign_id=campaign_id,
+            invocation_id=invocation_id,
+            user=request.user,
+            ip=client_ip(request),
+        )
+        return Response(s.ApprovalResultSerializer(outcome).data)
+
+
+@extend_schema(tags=["invocations"])
+class InvocationRejectView(ApiView):
+    """Refuse a held call (an approver), or withdraw it (the turn's player): nothing changes;
+    the GM reads the refusal and the reason as the call's error."""
+
+    @extend_schema(
+        summary="Reject a tool call held for approval",
+        request=s.RejectInput,
+        responses={200: s.ApprovalResultSerializer, **error_responses(403, 409)},
+    )
+    def post(self, request: Request, campaign_id: Any, invocation_id: Any) -> Response:
+        visible_campaign(request, campaign_id)
+        data = validated(s.RejectInput, request.data)
+        outcome = approval.invocation_reject(
+            campaign_id=campaign_id,
+            invocation_id=invocation_id,
+            user=request.user,
+            reason=data["reason"],
+            ip=client_ip(request),
+        )
+        return Response(s.ApprovalResultSerializer(outcome).data)
 
 
 class RevertActionView(ApiView):

@@ -1,0 +1,67 @@
+"""The campaign page's approval card (SPEC §8): the calls of this table that wait for a person,
+drawn by the server for the person looking — the diff, and Approve/Reject for those the one rule
+lets answer (`audit.permissions.may_approve`, `may_reject`), a waiting note for everyone else.
+The page's script (`static/js/table/approval.js`) swaps the fragment in on load and whenever an
+`approval_requested` or `approval_resolved` event arrives; its buttons post to the REST API's
+approve/reject, with the session and the CSRF token, like the rest of the page."""
+
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from ai_tools import registry
+from audit.models import ToolInvocation
+from audit.permissions import may_approve, may_reject
+from audit.services.dispatch import approval_deadline
+from campaigns.models import Campaign
+from campaigns.selectors import creature_names_in
+from web.presenters import with_names
+from web.views import member_campaign
+
+
+@login_required
+@require_GET
+def campaign_approvals(request: HttpRequest, campaign_id: Any) -> HttpResponse:
+    campaign = member_campaign(request, campaign_id)
+    cards = approval_cards(campaign=campaign, user=request.user)
+    return render(request, "campaigns/_approval.html", {"approvals": cards, "campaign": campaign})
+
+
+def approval_cards(*, campaign: Campaign, user: Any) -> list[dict[str, Any]]:
+    """The held calls, oldest first, as the card shows them to `user`."""
+    held = (
+        ToolInvocation.objects.filter(
+            campaign=campaign, status=ToolInvocation.Status.AWAITING_APPROVAL
+        )
+        .select_related("user")
+        .order_by("sequence")
+    )
+    names = creature_names_in(campaign_ids=[campaign.pk]) if held else {}
+    return [_card(row, campaign, user, names) for row in held]
+
+
+def _card(row: ToolInvocation, campaign: Campaign, user: Any, names: dict) -> dict[str, Any]:
+    preview = row.preview or {}
+    return {
+        "id": str(row.pk),
+        "tool_name": row.tool_name,
+        "summary": with_names(registry.summary(row.tool_name, row.input), names),
+        "actor": row.user.get_username(),
+        "model": row.model,
+        "reason": preview.get("reason", ""),
+        "diff": [_change(d, names) for d in preview.get("diff", [])],
+        "expires_at": approval_deadline(row),
+        "may_approve": may_approve(user=user, campaign=campaign, actor_id=row.user_id),
+        "may_reject": may_reject(user=user, campaign=campaign, actor_id=row.user_id),
+        "own": user.pk == row.user_id,
+    }
+
+
+def _change(change: dict[str, Any], names: dict) -> dict[str, Any]:
+    what = change["entity"]
+    if what == "creature" and str(change["id"]).isdigit():
+        what = names.get(int(change["id"]), f"creature {change['id']}")
+    return {**change, "what": what}
