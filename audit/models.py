@@ -270,9 +270,16 @@ class ToolCounts(models.Model):
 
 
 class ToolDay(ToolCounts):
-    """A campaign's cell: what one campaign's, or an owner's, figures are summed from."""
+    """A campaign's cell: what one campaign's, or an owner's, figures are summed from.
 
-    campaign = campaign_key()
+    No foreign key constraint in the database: a new cell's check would take a share lock on
+    the campaign row, which the dispatch locks for update, so a reader folding would wait for,
+    and hold up, the table's calls. The cells go with their campaign all the same
+    (`audit.rollup.campaign_leaving`, then Django's cascade)."""
+
+    campaign = models.ForeignKey(
+        Campaign, on_delete=models.CASCADE, related_name="+", db_constraint=False, db_index=False
+    )
 
     class Meta:
         constraints = [
