@@ -1,23 +1,25 @@
-"""How each model and tool fares at the table: counts read from the invocation log.
+"""How each model and tool fares at the table: counts that equal a count of the invocation log.
 
-One grouped query per question, each an index-only scan of the rows it counts (the log's
-`inv_analytics_idx` leads with the campaign, `inv_analytics_all_idx` serves the whole log), so a
-campaign's or a window's cost follows the rows asked about, not the length of the log. A row
-counts where it stands now (a call later undone counts as reverted); `approved` counts the
-chained status transitions out of `awaiting_approval` to anything but a refusal, since an
-approved call's row moves on to its outcome and keeps no status that says it was approved.
-An approved call runs as a row of its own (`approval_of`), and the held row it ran for
-(`pending` from then on) is not counted again among the calls.
+A row counts where it stands now (a call later undone counts as reverted); `approved` counts the
+rows with a chained status transition out of `awaiting_approval` to anything but a refusal,
+since an approved call's row moves on to its outcome and keeps no status that says it was
+approved. The figures are summed from the rollup's day cells (audit/rollup.py: folded in by
+the reader from the log and its transitions, never by the dispatch), so their cost follows the
+number of (model, tool, day) cells in scope, not the length of the log; a `since` inside a day
+counts the rest of that day from the log rows (`inv_created_idx`, `inv_campaign_created_idx`).
+An approved call runs as a row of its own (`approval_of`); the held row it ran for (`pending`
+from then on) is not counted again among the calls.
 """
 
+from collections import Counter
 from collections.abc import Iterable
-from datetime import date, datetime
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
-from django.db.models import Count, Q, QuerySet
-from django.db.models.functions import TruncDate
+from django.db.models import Count, Q, QuerySet, Sum
 
-from audit.models import SecurityEvent, StatusTransition, ToolInvocation
+from audit.models import SecurityEvent, ToolDay, ToolDayAll, ToolInvocation
+from audit.rollup import COUNT_COLUMNS, approvals, rollup_refresh
 from campaigns.models import Campaign
 from campaigns.selectors import campaign_get_visible
 from core.errors import Forbidden
@@ -25,7 +27,6 @@ from core.errors import Forbidden
 Status = ToolInvocation.Status
 # The calls that ran and stood at some point: the base of a revert rate.
 RAN = (Status.COMMITTED, Status.REVERTED)
-REFUSED = (Status.REJECTED, Status.EXPIRED, Status.AWAITING_APPROVAL)
 COUNTED = {
     "failed": Status.FAILED,
     "reverted": Status.REVERTED,
@@ -69,12 +70,16 @@ def revert_rate(reverted: int, committed: int) -> float:
     return round(reverted / ran, 4) if ran else 0.0
 
 
-def _log(*, campaign_ids: Iterable[Any] | None, since: datetime | None) -> QuerySet:
+def _log(
+    *, campaign_ids: Iterable[Any] | None, since: datetime | None, until: datetime | None = None
+) -> QuerySet:
     rows = ToolInvocation.objects.all()
     if campaign_ids is not None:
         rows = rows.filter(campaign_id__in=campaign_ids)
     if since is not None:
         rows = rows.filter(created_at__gte=since)
+    if until is not None:
+        rows = rows.filter(created_at__lt=until)
     return rows
 
 
@@ -82,19 +87,58 @@ def _status_counts() -> dict[str, Count]:
     return {name: Count("status", filter=Q(status=status)) for name, status in COUNTED.items()}
 
 
-def _approvals(*, campaign_ids: Iterable[Any] | None, since: datetime | None) -> dict:
+def _approvals(
+    *, campaign_ids: Iterable[Any] | None, since: datetime | None, until: datetime | None = None
+) -> dict:
     """(model, tool_name) → how many of its calls a person approved."""
-    links = StatusTransition.objects.filter(from_status=Status.AWAITING_APPROVAL).exclude(
-        to_status__in=REFUSED
-    )
+    links = approvals()
     if campaign_ids is not None:
         links = links.filter(campaign_id__in=campaign_ids)
     if since is not None:
         links = links.filter(invocation__created_at__gte=since)
+    if until is not None:
+        links = links.filter(invocation__created_at__lt=until)
     grouped = links.values("invocation__model", "invocation__tool_name").annotate(
         n=Count("invocation_id", distinct=True)
     )
     return {(g["invocation__model"], g["invocation__tool_name"]): g["n"] for g in grouped}
+
+
+def _midnight_after(since: datetime) -> datetime:
+    """The first UTC midnight at or after `since`: from there on whole days of cells answer."""
+    utc = since.astimezone(UTC)
+    midnight = datetime.combine(utc.date(), time(), tzinfo=UTC)
+    return midnight if midnight == utc else midnight + timedelta(days=1)
+
+
+def _cells(*, campaign_ids: Iterable[Any] | None, since: datetime | None) -> QuerySet:
+    """The rollup's cells of the scope (folded up to date first), from `since`'s next midnight."""
+    rollup_refresh(campaign_ids)
+    if campaign_ids is None:
+        cells = ToolDayAll.objects.all()
+    else:
+        cells = ToolDay.objects.filter(campaign_id__in=campaign_ids)
+    if since is not None:
+        cells = cells.filter(day__gte=_midnight_after(since).date())
+    return cells
+
+
+def _raw_stats(
+    *, campaign_ids: Iterable[Any] | None, since: datetime, until: datetime
+) -> dict[tuple[str, str], Counter]:
+    """The counts of the rows made in [since, until), from the log itself."""
+    grouped = (
+        _log(campaign_ids=campaign_ids, since=since, until=until)
+        .values("model", "tool_name")
+        .annotate(calls=Count("status", filter=~Q(status=Status.PENDING)), **_status_counts())
+        .order_by()
+    )
+    found: dict[tuple[str, str], Counter] = {}
+    for g in grouped:
+        found[(g.pop("model"), g.pop("tool_name"))] = Counter(g)
+    for pair, n in _approvals(campaign_ids=campaign_ids, since=since, until=until).items():
+        found.setdefault(pair, Counter())["approved"] += n
+    return found
 
 
 def tool_stats(
@@ -102,29 +146,39 @@ def tool_stats(
 ) -> list[dict[str, Any]]:
     """Per model version and tool: calls, failed, reverted, revert_rate, awaiting, approved,
     rejected, expired (the API's keys), and `ran` (committed or reverted: the base of the rate,
-    for the charts); `campaign_ids` None means every campaign. Ordered by model, then tool."""
-    grouped = (
-        _log(campaign_ids=campaign_ids, since=since)
+    for the charts); `campaign_ids` None means every campaign. Ordered by model, then tool.
+
+    Summed from the rollup's day cells (audit/rollup.py), with the part of `since`'s day after
+    it counted from the log rows themselves (an index range of at most one day's rows)."""
+    totals: dict[tuple[str, str], Counter] = {}
+    cells = (
+        _cells(campaign_ids=campaign_ids, since=since)
         .values("model", "tool_name")
-        .annotate(calls=Count("status", filter=~Q(status=Status.PENDING)), **_status_counts())
-        .order_by("model", "tool_name")
+        .annotate(**{c: Sum(c) for c in COUNT_COLUMNS})
+        .order_by()
     )
-    approved = _approvals(campaign_ids=campaign_ids, since=since)
+    for g in cells:
+        totals[(g.pop("model"), g.pop("tool_name"))] = Counter(g)
+    if since is not None and since < _midnight_after(since):
+        raw = _raw_stats(campaign_ids=campaign_ids, since=since, until=_midnight_after(since))
+        for pair, counts in raw.items():
+            totals.setdefault(pair, Counter()).update(counts)
     return [
         {
-            "model": g["model"],
-            "tool_name": g["tool_name"],
-            "calls": g["calls"],
-            "failed": g["failed"],
-            "reverted": g["reverted"],
-            "revert_rate": revert_rate(g["reverted"], g["committed"]),
-            "awaiting": g["awaiting"],
-            "approved": approved.get((g["model"], g["tool_name"]), 0),
-            "rejected": g["rejected"],
-            "expired": g["expired"],
-            "ran": g["reverted"] + g["committed"],
+            "model": model,
+            "tool_name": tool_name,
+            "calls": n["calls"] - n["pending"],
+            "failed": n["failed"],
+            "reverted": n["reverted"],
+            "revert_rate": revert_rate(n["reverted"], n["committed"]),
+            "awaiting": n["awaiting"],
+            "approved": n["approved"],
+            "rejected": n["rejected"],
+            "expired": n["expired"],
+            "ran": n["reverted"] + n["committed"],
         }
-        for g in grouped
+        for (model, tool_name), n in sorted(totals.items())
+        if n["calls"] - n["pending"]
     ]
 
 
@@ -146,15 +200,29 @@ def revert_rate_by(rows: list[dict[str, Any]], key: str) -> list[tuple[str, floa
 def revert_rate_by_day(
     *, campaign_ids: Iterable[Any] | None = None, since: datetime | None = None
 ) -> list[tuple[date, float, int]]:
-    """Per day (UTC) of the calls' creation: (day, revert rate, calls that ran), oldest first."""
-    days = (
-        _log(campaign_ids=campaign_ids, since=since)
-        .filter(status__in=RAN)
-        .annotate(day=TruncDate("created_at"))
+    """Per day (UTC) of the calls' creation: (day, revert rate, calls that ran), oldest first;
+    from the rollup's cells, `since`'s own day from the log rows after it."""
+    days: dict[date, list[int]] = {}
+    cells = (
+        _cells(campaign_ids=campaign_ids, since=since)
         .values("day")
-        .annotate(ran=Count("status"), reverted=Count("status", filter=Q(status=Status.REVERTED)))
-        .order_by("day")
+        .annotate(reverted=Sum("reverted"), committed=Sum("committed"))
+        .order_by()
     )
+    for d in cells:
+        days[d["day"]] = [d["reverted"], d["committed"]]
+    if since is not None and since < _midnight_after(since):
+        partial = (
+            _log(campaign_ids=campaign_ids, since=since, until=_midnight_after(since))
+            .filter(status__in=RAN)
+            .aggregate(
+                reverted=Count("status", filter=Q(status=Status.REVERTED)),
+                committed=Count("status", filter=Q(status=Status.COMMITTED)),
+            )
+        )
+        days[since.astimezone(UTC).date()] = [partial["reverted"], partial["committed"]]
     return [
-        (d["day"], revert_rate(d["reverted"], d["ran"] - d["reverted"]), d["ran"]) for d in days
+        (day, revert_rate(reverted, committed), reverted + committed)
+        for day, (reverted, committed) in sorted(days.items())
+        if reverted + committed
     ]

@@ -4,3 +4,13 @@ from django.apps import AppConfig
 class AuditConfig(AppConfig):
     name = "audit"
     verbose_name = "Audit log"
+
+    def ready(self) -> None:
+        from django.db.models.signals import pre_delete
+
+        from audit.rollup import campaign_leaving
+        from campaigns.models import Campaign
+
+        pre_delete.connect(
+            campaign_leaving, sender=Campaign, dispatch_uid="rollup_campaign_leaving"
+        )

@@ -234,3 +234,76 @@ class SecurityEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} by {self.user if self.user_id else 'a deleted user'}"
+
+
+class AnalyticsMark(models.Model):
+    """How far the analytics rollup (audit/rollup.py) has read one campaign's log: every row up to
+    `sequence` and every status transition up to the chain position (`after_sequence`,
+    `ordinal`) is in its `ToolDay` cells. Locked (FOR UPDATE) by the reader folding newer links
+    in, so two readers never fold the same link twice."""
+
+    campaign = models.OneToOneField(
+        Campaign, primary_key=True, on_delete=models.CASCADE, related_name="analytics_mark"
+    )
+    sequence = models.BigIntegerField(default=0)
+    after_sequence = models.BigIntegerField(default=0)
+    ordinal = models.PositiveIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"#{self.sequence}, #{self.after_sequence}.{self.ordinal}"
+
+
+class ToolCounts(models.Model):
+    """One cell of the rollup: of the calls made that day (UTC) by a model with a tool, how many
+    there are and where each stands now (one column per status), and how many a person
+    approved. Written only by audit/rollup.py."""
+
+    model = models.CharField(max_length=100)
+    tool_name = models.CharField(max_length=64)
+    day = models.DateField()
+    calls = models.BigIntegerField(default=0)
+    pending = models.BigIntegerField(default=0)
+    committed = models.BigIntegerField(default=0)
+    failed = models.BigIntegerField(default=0)
+    reverted = models.BigIntegerField(default=0)
+    awaiting = models.BigIntegerField(default=0)
+    rejected = models.BigIntegerField(default=0)
+    expired = models.BigIntegerField(default=0)
+    approved = models.BigIntegerField(default=0)
+
+    class Meta:
+        abstract = True
+
+    def __str__(self) -> str:
+        return f"{self.day} {self.model} {self.tool_name}: {self.calls}"
+
+
+class ToolDay(ToolCounts):
+    """A campaign's cell: what one campaign's, or an owner's, figures are summed from.
+
+    No foreign key constraint in the database: a new cell's check would take a share lock on
+    the campaign row, which the dispatch locks for update, so a reader folding would wait for,
+    and hold up, the table's calls. The cells go with their campaign all the same
+    (`audit.rollup.campaign_leaving`, then Django's cascade)."""
+
+    campaign = models.ForeignKey(
+        Campaign, on_delete=models.CASCADE, related_name="+", db_constraint=False, db_index=False
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["campaign", "model", "tool_name", "day"], name="toolday_cell_unique"
+            )
+        ]
+
+
+class ToolDayAll(ToolCounts):
+    """The same cell over every campaign: what the whole log's figures are summed from."""
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["model", "tool_name", "day"], name="tooldayall_cell_unique"
+            )
+        ]

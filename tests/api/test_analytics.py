@@ -6,11 +6,13 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.db import transaction
 from django.utils import timezone
 
 from audit.chain import transitions_append
 from audit.models import SecurityEvent, ToolInvocation
 from audit.services import invocation_dispatch, invocation_revert, turn_undo
+from audit.services.common import campaign_lock
 from campaigns.models import Campaign
 from tests.api.conftest import client_for
 from tests.conftest import World, make_user
@@ -145,31 +147,46 @@ def test_since_leaves_out_older_calls(log: World):
     assert "move_token" not in {row["tool_name"] for row in response.json()}
 
 
+def resolve(world: World, row: ToolInvocation, outcome: str) -> None:
+    """An approval's outcome as the approval service records it: the row's new status and a
+    chained transition out of awaiting_approval, in one transaction under the campaign lock."""
+    with transaction.atomic():
+        campaign_lock(world.campaign.pk)
+        row.status = outcome
+        row.save(update_fields=["status"])
+        transitions_append(
+            campaign_id=world.campaign.pk,
+            changes=[(row, "awaiting_approval")],
+            by=world.owner,
+            reason="",
+            at=timezone.now(),
+        )
+
+
 def test_approval_outcomes_are_counted(log: World):
-    """Until approval lands its statuses are set by hand here; an approval is a chained
-    transition out of awaiting_approval, as the chain records status changes."""
-    moves = ToolInvocation.objects.filter(
-        campaign=log.campaign, model=SONNET, tool_name="modify_creature"
-    ).order_by("sequence")
-    approved = moves.filter(status="committed").get()
-    transitions_append(
-        campaign_id=log.campaign.pk,
-        changes=[(approved, "awaiting_approval")],
-        by=log.owner,
-        reason="",
-        at=timezone.now(),
+    """Four calls written awaiting approval (set by hand before anything reads them: until the
+    dispatch writes such rows, these stand for them), then approved, rejected and expired as
+    chained transitions: the figures follow, read before and after."""
+    rows = ToolInvocation.objects.filter(campaign=log.campaign)
+    held = list(
+        rows.filter(status__in=["committed", "failed"], transitions__isnull=True).order_by(
+            "sequence"
+        )[:4]
     )
-    scene = ToolInvocation.objects.get(campaign=log.campaign, tool_name="set_scene")
-    ToolInvocation.objects.filter(pk=scene.pk).update(status="awaiting_approval")
-    failed = ToolInvocation.objects.filter(campaign=log.campaign, status="failed")
-    ToolInvocation.objects.filter(pk=failed.order_by("sequence").first().pk).update(
-        status="rejected"
-    )
-    ToolInvocation.objects.filter(pk=failed.order_by("sequence").last().pk).update(status="expired")
-    body = client_for(log.owner).get(URL, {"campaign": str(log.campaign.pk)}).json()
-    expected = counted(ToolInvocation.objects.filter(campaign=log.campaign))
+    ToolInvocation.objects.filter(pk__in=[r.pk for r in held]).update(status="awaiting_approval")
+    owner = client_for(log.owner)
+    body = owner.get(URL, {"campaign": str(log.campaign.pk)}).json()
+    assert body == counted(rows) and sum(row["awaiting"] for row in body) == 4
+    approved, rejected, expired = (ToolInvocation.objects.get(pk=r.pk) for r in held[:3])
+    resolve(log, approved, "committed")
+    resolve(log, rejected, "rejected")
+    resolve(log, expired, "expired")
+    body = owner.get(URL, {"campaign": str(log.campaign.pk)}).json()
+    expected = counted(rows)
     for row in expected:
-        row["approved"] = int((row["model"], row["tool_name"]) == (SONNET, "modify_creature"))
+        row["approved"] = int(
+            (row["model"], row["tool_name"]) == (approved.model, approved.tool_name)
+        )
     assert body == expected
     totals = Counter()
     for row in body:
