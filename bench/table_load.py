@@ -407,13 +407,17 @@ class BackendSampler(threading.Thread):
 
 SAMPLE_EVERY = 0.2
 # Each other session of the database: its state and what it waits for; a lock wait names the
-# lock's type and table (a row lock's `tuple`, or the `transactionid` of the row's holder).
-WAITS_SQL = """
+# lock's type and table (a row lock's `tuple`, or the `transactionid` of the row's holder), and
+# in parentheses the first table of the statement that waits.
+WAITS_SQL = r"""
 SELECT a.state,
        COALESCE(a.wait_event_type || ':' || a.wait_event, 'running')
        || COALESCE(' ' || (SELECT string_agg(DISTINCT COALESCE(l.relation::regclass::text,
                                                                l.locktype), ',')
                            FROM pg_locks l WHERE l.pid = a.pid AND NOT l.granted), '')
+       || CASE WHEN a.wait_event_type = 'Lock'
+               THEN ' (' || COALESCE(substring(a.query from
+                   '(?:FROM|UPDATE|INTO)\s+"?([a-z_]+)"?'), '?') || ')' ELSE '' END
 FROM pg_stat_activity a
 WHERE a.datname = current_database() AND a.pid <> pg_backend_pid()
 """
