@@ -48,6 +48,20 @@ StrictValidator = validators.extend(
 )
 
 
+_validators: dict[int, tuple[Any, Any]] = {}
+
+
+def validator_for(schema: Any) -> Any:
+    """The compiled validator of a tool's schema, made once per schema object (building one per
+    call cost the dispatch more than checking the input). Kept with the schema it was made
+    from: a tool given another schema object (a subclass, a test) gets a validator of its own.
+    A schema is never edited in place (the tools' schemas are constants)."""
+    hit = _validators.get(id(schema))
+    if hit is None or hit[0] is not schema:
+        hit = _validators[id(schema)] = (schema, StrictValidator(schema))
+    return hit[1]
+
+
 class Tier(models.TextChoices):
     """A write tool's blast radius. The one definition: the log's `tool_tier` column takes its
     choices from here, so a tool's tier is stored as it is declared."""
@@ -166,10 +180,13 @@ class Tool:
     schema: ClassVar[dict[str, Any] | None] = None
 
     def validate(self, data: Any) -> str | None:
-        """The first schema violation as a sentence for the model, or None."""
-        error = best_match(StrictValidator(self.schema).iter_errors(data))
-        if error is None:
+        """The first schema violation as a sentence for the model, or None. A valid input
+        (nearly every call) costs one pass of the tool's compiled validator; only an invalid one
+        collects its errors to pick the best."""
+        validator = validator_for(self.schema)
+        if validator.is_valid(data):
             return None
+        error = best_match(validator.iter_errors(data))
         where = "input" + "".join(f"[{p!r}]" for p in error.absolute_path)
         return f"{where}: {error.message}"
 

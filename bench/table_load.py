@@ -363,25 +363,71 @@ def admin_sql(statement: str) -> None:
 
 
 class BackendSampler(threading.Thread):
-    """Once a second, the database's PostgreSQL sessions (pg_stat_activity), until stopped."""
+    """Every SAMPLE_EVERY seconds, until stopped: the database's PostgreSQL sessions
+    (pg_stat_activity), what each active one is waiting for (its wait event; for a lock, the
+    lock's type and, for a row or table lock, its table), and the host's CPU (/proc/stat). What
+    the throughput phases print from it tells a global serialisation (sessions waiting on one
+    table lock, an advisory lock, one row of a shared table) from a per-campaign one (waits on
+    the campaign's own row) and from plain CPU saturation."""
 
     def __init__(self) -> None:
         super().__init__(daemon=True)
         self.samples: list[tuple[float, int]] = []
+        self.waits: list[tuple[float, list[str]]] = []
+        self.cpu: list[tuple[float, int, int]] = []  # (time, busy jiffies, all jiffies)
         self.stopping = threading.Event()
 
     def run(self) -> None:
         import psycopg
 
         with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as conn:
-            while not self.stopping.wait(1.0):
-                count = conn.execute(
-                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-                ).fetchone()[0]
-                self.samples.append((time.time(), count))
+            while not self.stopping.wait(SAMPLE_EVERY):
+                now = time.time()
+                rows = conn.execute(WAITS_SQL).fetchall()
+                self.samples.append((now, len(rows) + 1))  # + this session
+                self.waits.append((now, [what for state, what in rows if state == "active"]))
+                self.cpu.append((now, *_cpu_jiffies()))
 
     def between(self, start: float, end: float) -> list[int]:
         return [n for t, n in self.samples if start <= t <= end]
+
+    def report(self, start: float, end: float) -> str:
+        """The phase's host CPU use and its sessions' waits, one line each."""
+        cpu = [c for c in self.cpu if start <= c[0] <= end]
+        busy = (cpu[-1][1] - cpu[0][1]) / max(1, cpu[-1][2] - cpu[0][2]) if len(cpu) > 1 else 0
+        waits = [w for t, ws in self.waits if start <= t <= end for w in ws]
+        shown = ", ".join(
+            f"{what} {n / len(waits):.0%}" for what, n in Counter(waits).most_common(6)
+        )
+        return (
+            f"host CPU busy {busy:.0%} of {os.cpu_count()} cores; active sessions' waits "
+            f"({len(waits)} samples): {shown or 'none'}"
+        )
+
+
+SAMPLE_EVERY = 0.2
+# Each other session of the database: its state and what it waits for; a lock wait names the
+# lock's type and table (a row lock's `tuple`, or the `transactionid` of the row's holder), and
+# in parentheses the first table of the statement that waits.
+WAITS_SQL = r"""
+SELECT a.state,
+       COALESCE(a.wait_event_type || ':' || a.wait_event, 'running')
+       || COALESCE(' ' || (SELECT string_agg(DISTINCT COALESCE(l.relation::regclass::text,
+                                                               l.locktype), ',')
+                           FROM pg_locks l WHERE l.pid = a.pid AND NOT l.granted), '')
+       || CASE WHEN a.wait_event_type = 'Lock'
+               THEN ' (' || COALESCE(substring(a.query from
+                   '(?:FROM|UPDATE|INTO)\s+"?([a-z_]+)"?'), '?') || ')' ELSE '' END
+FROM pg_stat_activity a
+WHERE a.datname = current_database() AND a.pid <> pg_backend_pid()
+"""
+
+
+def _cpu_jiffies() -> tuple[int, int]:
+    with open("/proc/stat") as stat:
+        fields = [int(v) for v in stat.readline().split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    return sum(fields) - idle, sum(fields)
 
 
 # -- one phase: the players on some campaigns for some seconds -----------------------------------
@@ -398,6 +444,7 @@ class Phase:
     problems: list[str] = field(default_factory=list)
     started: float = 0.0
     backends: list[int] = field(default_factory=list)
+    load: str = ""
 
 
 def progress(line: str) -> None:
@@ -459,6 +506,7 @@ def run_phase(
             phase.problems += report["problems"]
             phase.samples += report["samples"]
         phase.backends = sampler.between(phase.started, ended)
+        phase.load = sampler.report(phase.started, phase.started + phase.seconds)
     finally:
         for _, process in clients:
             process.join(timeout=TIMEOUT)
@@ -651,6 +699,7 @@ def main(
             f"out of order: {late}; never came: {never}); all at their campaign's last seq: "
             f"{'yes' if not phase.problems else 'NO'}"
         )
+        print(phase.load)
         failures += [f"{phase.name}: {p}" for p in phase.problems]
         failures += [f"{phase.name}: {fives} responses 5xx"] if fives else []
     if len(phases) > 2:

@@ -6,11 +6,12 @@ leave only after commit. A broadcast failure is logged; it never undoes a commit
 """
 
 import asyncio
+import atexit
 import json
 import logging
 import os
 import threading
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable
 from enum import StrEnum
 from functools import partial
 from typing import Any
@@ -125,19 +126,37 @@ def _send(group: str, envelopes: list[dict[str, Any]]) -> None:
     """One group message for the transaction's events, each envelope serialised here, once: the
     layer carries the message to each server process once, and every socket's consumer forwards
     the texts as they are (`web.consumers`), instead of one layer round trip per event and one
-    JSON encoding per event per socket."""
+    JSON encoding per event per socket.
+
+    Sync code run for an event loop (a view under Daphne) sends through that loop and waits.
+    Plain sync code (a GM worker, a command, a script) hands the message to the process's
+    publisher loop and goes on: the loop sends the messages of all its callers one at a time,
+    in the order they were handed over (`flush` waits until it has sent them)."""
     layer = get_channel_layer()
     if layer is None:
         return
     message = {"type": EVENTS_MESSAGE, "texts": [json.dumps(e) for e in envelopes]}
+    if _serving_a_loop():
+        async_to_sync(_deliver)(layer, group, message, envelopes)
+    else:
+        _publisher_loop.submit(partial(_deliver, layer, group, message, envelopes))
+
+
+async def _deliver(
+    layer: Any, group: str, message: dict[str, Any], envelopes: list[dict[str, Any]]
+) -> None:
+    """Send one message; a failure is logged (the change it reports stays committed)."""
     try:
-        if _serving_a_loop():
-            async_to_sync(layer.group_send)(group, message)
-        else:
-            _publisher_loop.run(layer.group_send(group, message))
+        await layer.group_send(group, message)
     except Exception:
         seqs = f"{envelopes[0]['seq']}..{envelopes[-1]['seq']}"
         logger.exception("broadcast of events %s (%s) failed", seqs, envelopes[0]["type"])
+
+
+def flush(timeout: float = 10.0) -> None:
+    """Wait until the publisher loop has sent every message handed to it so far (at exit, and
+    for a caller that must know its events have left: a test reading the layer)."""
+    _publisher_loop.flush(timeout)
 
 
 def _serving_a_loop() -> bool:
@@ -153,36 +172,77 @@ class _PublisherLoop:
     """An event loop of the process's own, on a daemon thread, for sends from plain sync code
     (a GM worker, a command, a script): `async_to_sync` there starts a thread and an event loop
     per send (and channels-redis a connection per loop), which cost the audited dispatch more
-    than its statements. The caller still waits for the send, as before."""
+    than its statements. The caller does not wait for the send either (waking the loop's thread
+    and being woken back cost about 0.1 ms per call): `submit` queues the send and returns; one
+    task on the loop sends the queue's messages one at a time, in the order they were queued,
+    so a campaign's events leave a process in seq order. A send that fails is logged by
+    `_deliver`; the process waits for the queue at exit (`atexit`, `flush`)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._queue: asyncio.Queue[Callable[[], Awaitable[None]]] | None = None
         self._pid = 0
 
-    def run(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
-        return asyncio.run_coroutine_threadsafe(coroutine, self._running()).result()
+    def submit(self, send: Callable[[], Awaitable[None]]) -> None:
+        loop, queue = self._running()
+        loop.call_soon_threadsafe(queue.put_nowait, send)
 
-    def _running(self) -> asyncio.AbstractEventLoop:
-        loop = self._loop
-        if loop is not None and self._pid == os.getpid() and loop.is_running():
-            return loop
+    def flush(self, timeout: float) -> None:
+        """Wait (at most `timeout` seconds) until every send queued so far has been made."""
+        if self._loop is None or self._pid != os.getpid() or not self._loop.is_running():
+            return  # never started in this process: nothing queued
+        loop, queue = self._running()
+        asyncio.run_coroutine_threadsafe(queue.join(), loop).result(timeout)
+
+    def _running(self) -> tuple[asyncio.AbstractEventLoop, asyncio.Queue]:
+        loop, queue = self._loop, self._queue
+        alive = loop is not None and self._pid == os.getpid() and loop.is_running()
+        if alive and queue is not None:
+            return loop, queue
         with self._lock:  # first use in this process (or after a fork): start the thread
             if self._loop is None or self._pid != os.getpid() or not self._loop.is_running():
                 started = threading.Event()
                 loop = asyncio.new_event_loop()
+                queue = asyncio.Queue()
                 threading.Thread(
-                    target=self._serve, args=(loop, started), name="realtime-publisher", daemon=True
+                    target=self._serve,
+                    args=(loop, queue, started),
+                    name="realtime-publisher",
+                    daemon=True,
                 ).start()
                 started.wait()
-                self._loop, self._pid = loop, os.getpid()
-            return self._loop
+                self._loop, self._queue, self._pid = loop, queue, os.getpid()
+            return self._loop, self._queue
 
     @staticmethod
-    def _serve(loop: asyncio.AbstractEventLoop, started: threading.Event) -> None:
+    def _serve(
+        loop: asyncio.AbstractEventLoop, queue: asyncio.Queue, started: threading.Event
+    ) -> None:
         asyncio.set_event_loop(loop)
+        loop.create_task(_PublisherLoop._drain(queue))
         loop.call_soon(started.set)
         loop.run_forever()
 
+    @staticmethod
+    async def _drain(queue: asyncio.Queue) -> None:
+        while True:
+            send = await queue.get()
+            try:
+                await send()
+            except Exception:  # _deliver logs its own failures; anything else, here
+                logger.exception("publisher: a send failed")
+            finally:
+                queue.task_done()
+
 
 _publisher_loop = _PublisherLoop()
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    """A command or worker that ends right after its last commit still sends its events."""
+    try:
+        flush(timeout=5.0)
+    except Exception:
+        logger.exception("publisher: events still queued at exit were not sent")

@@ -42,6 +42,24 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             pytest.exit(problem, returncode=pytest.ExitCode.USAGE_ERROR)
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    """The publisher sends plain sync code's events on its own thread without the caller
+    waiting (`campaigns.realtime`): what the fixtures queued (a world's creation) has left
+    before the test starts, as it had when the sends were waited for, so a socket the test opens
+    does not receive it."""
+    yield
+    realtime.flush()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """... and whatever the test queued has left before its fixtures (its database, its
+    layer) are torn down, so nothing reaches the next test."""
+    yield
+    realtime.flush()
+
+
 def pytest_configure(config: Any) -> None:
     from django.conf import settings
 

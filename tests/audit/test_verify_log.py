@@ -3,6 +3,7 @@ field, every inserted, deleted, forged or re-chained link and every status flipp
 transition is reported, and a cut-off tail is caught against an anchored head."""
 
 import importlib
+import json
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -390,16 +391,24 @@ ANY_JSON = st.recursive(
 @settings(max_examples=300, deadline=None)
 @given(value=ANY_JSON | JSON)
 def test_the_fast_canonical_writes_what_the_definition_writes(value):
-    """`canonical` (a walk, the one the dispatch seals with) against `canonical_by_tokens` (the
-    definition: sorted dump, numbers rewritten): every existing seal stays valid."""
-    assert chain.canonical(value) == chain.canonical_by_tokens(value)
+    """`canonical` (the one the dispatch seals with: a recursive writer, or for deep values a
+    walk) against `canonical_by_tokens` (the definition: sorted dump, numbers rewritten): every
+    existing seal stays valid. Both of its writers, each on every value."""
+    expected = chain.canonical_by_tokens(value)
+    assert chain.canonical(value) == expected
+    assert chain._canonical_walk(json.loads(json.dumps(value))) == expected
 
 
 def test_the_fast_canonical_is_not_limited_by_depth():
     deep: Any = 0
-    for _ in range(400):
+    for _ in range(400):  # far deeper than the recursive writer goes: the walk writes it
         deep = {"a": [deep, 1.5, "x"]}
     assert chain.canonical(deep) == chain.canonical_by_tokens(deep)
+    at_the_edge: Any = 0
+    for _ in range(chain._MAX_DEPTH // 2):  # the writer's last level, then one too deep
+        at_the_edge = {"a": [at_the_edge]}
+    assert chain.canonical(at_the_edge) == chain.canonical_by_tokens(at_the_edge)
+    assert chain.canonical([at_the_edge]) == chain.canonical_by_tokens([at_the_edge])
 
 
 @pytest.mark.parametrize(

@@ -117,10 +117,12 @@ def test_a_workers_publishes_share_the_publishers_connections(world, layer):
     async_to_sync(layer.group_add)(group, "specific.elsewhere!socket")
     for seq in range(1, 6):
         realtime._send(group, [{"type": "scene_changed", "seq": seq}])
+    realtime.flush()
     after_five = {t for t in connection_threads() if t.is_alive()}
 
     for seq in range(6, 101):
         realtime._send(group, [{"type": "scene_changed", "seq": seq}])
+    realtime.flush()
 
     assert Event.objects.filter(channel_name="specific.elsewhere!").count() == 100
     assert {t for t in connection_threads() if t.is_alive()} <= after_five
