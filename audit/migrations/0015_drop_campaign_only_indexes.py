@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('audit', '0012_campaign_log_head_backfill'),
+        ('audit', '0014_analytics_rollup'),
         ('campaigns', '0007_campaign_log_head'),
     ]
 
