@@ -21,6 +21,10 @@ const streamed = new Map(); // turn id -> the narration so far
 const refreshing = new Map(); // turn id -> the newest request's number
 const fetching = new Set(); // turn ids with a request on its way
 
+// A turn this page draws: in the feed, or asked for (its first drawing may still be on its way,
+// and may predate the event at hand: it is asked for again).
+const known = (turnId) => turnId !== null && (Boolean(turnNode(turnId)) || refreshing.has(turnId));
+
 // The narration replaces the note that the GM is thinking in the server's drawing of the turn.
 function showStream(block, turnId) {
   const node = $(":scope > .msg.streaming", block);
@@ -148,11 +152,11 @@ on("dice_rolled", ({ turn, data }) => drawRoll(data.id, turn));
 // A change by someone's own hand sits in a turn of its own, which the GM never completes: its
 // tool call is drawn in the feed now.
 on("state_changed", ({ source, turn }) => {
-  if (source === "user" && turn !== null && turnNode(turn)) refreshTurn(turn);
+  if (source === "user" && known(turn)) refreshTurn(turn);
 });
 
 on("invocation_reverted", ({ turn }) => {
-  if (turn !== null && turnNode(turn)) refreshTurn(turn);
+  if (known(turn)) refreshTurn(turn);
 });
 
 on("interaction_reverted", ({ turn, data }) => {
