@@ -22,6 +22,7 @@ from django.db.models import F
 from django.utils import timezone
 from django_tasks import task
 
+from audit.models import ToolInvocation
 from audit.services.common import campaign_lock
 from campaigns.models import Turn
 from campaigns.selectors import campaign_state
@@ -109,8 +110,8 @@ def turn_resume(*, invocation: Any, **_: Any) -> None:
     turn = Turn.objects.select_for_update().filter(pk=invocation.turn_id).first()
     if turn is None or turn.status != Turn.Status.AWAITING_APPROVAL:
         return
-    waiting = invocation.__class__.objects.filter(
-        campaign_id=turn.campaign_id, turn=turn, status=invocation.Status.AWAITING_APPROVAL
+    waiting = ToolInvocation.objects.filter(
+        campaign_id=turn.campaign_id, turn=turn, status=ToolInvocation.Status.AWAITING_APPROVAL
     )
     if waiting.exists():
         return

@@ -136,16 +136,21 @@ def login_page_status(port: int) -> int | None:
         return None
 
 
+def token_of(base: str, username: str) -> str:
+    credentials = {"username": username, "password": demo_password(username)}
+    status, _, body = http("POST", f"{base}/api/auth/token/", credentials)
+    assert status == 200, body
+    return body["token"]
+
+
 def a_turn_reaches_the_table_live(port: int, lines: list[str]) -> None:
     """A demo player's page, as `make run` serves it: signed in through the API, the demo
     campaign's feed open (token header, the page's own Origin), a turn posted. The worker
-    process runs the GM; its events must reach this socket on the web process."""
+    process runs the GM; its events must reach this socket on the web process. The demo table
+    approves critical calls (the default policy): the GM's hit waits until the demo GM approves
+    it, and a worker then plays the turn on."""
     base = f"http://127.0.0.1:{port}"
-    status, _, body = http(
-        "POST", f"{base}/api/auth/token/", {"username": "alice", "password": demo_password("alice")}
-    )
-    assert status == 200, body
-    token = body["token"]
+    token, gm_token = (token_of(base, name) for name in ("alice", "gm"))
     status, _, body = http("GET", f"{base}/api/campaigns/", token=token)
     assert status == 200, body
     campaigns = body["results"] if isinstance(body, dict) else body
@@ -157,6 +162,10 @@ def a_turn_reaches_the_table_live(port: int, lines: list[str]) -> None:
         turns = f"{base}/api/campaigns/{campaign['id']}/turns/"
         status, _, turn = http("POST", turns, {"message": "I attack the goblin"}, token)
         assert (status, turn["status"]) == (201, "queued"), turn
+        held = feed.wait_for("approval_requested", turn["id"])
+        approve = f"{base}/api/campaigns/{campaign['id']}/invocations/{held['invocation']}/approve/"
+        status, _, body = http("POST", approve, {}, gm_token)
+        assert (status, body.get("status")) == (200, "committed"), body
         completed = feed.wait_for("gm_turn_completed", turn["id"])
     finally:
         feed.close()
