@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from django.db import connection, models
+from django.dispatch import Signal
 
 from ai_tools import entities
 from ai_tools.base import ToolError, WriteTool
@@ -16,6 +17,13 @@ from core.faults import is_unavailable
 
 logger = logging.getLogger("audit.services.dispatch")
 T = TypeVar("T")
+
+
+# Sent by the dispatch, in its transaction under the campaign lock, when it holds a call for
+# approval (`row`, `expires_at`). The log's task module schedules the expiry on it
+# (audit/tasks.py, connected in AuditConfig.ready): the job answers through the approval service,
+# which runs approved calls through the dispatch, so the dispatch does not import the job.
+call_held = Signal()
 
 
 class ToolFailed(Exception):

@@ -15,9 +15,8 @@ from ai_tools.base import ToolContext, WriteTool
 from audit.approval import needs_approval
 from audit.chain import seal
 from audit.models import InvocationOrigin, ToolInvocation
-from audit.services.common import ToolFailed, campaign_lock, guarded, log_append_sql
+from audit.services.common import ToolFailed, call_held, campaign_lock, guarded, log_append_sql
 from audit.services.preview import call_preview
-from audit.tasks import expire_held_call
 from campaigns.models import Campaign, Turn
 from campaigns.realtime import EventSource, broadcast_on_commit, event
 from core.errors import AuditLogFailure, Conflict, InvalidInput
@@ -154,7 +153,7 @@ def _pause(
     )
     row.broadcast_events = broadcast_on_commit(row.campaign_id, [requested], after=locked.event_seq)
     _append(row, locked, event_seq=locked.event_seq + 1, turn_checked=turn_checked)
-    expire_held_call.using(run_after=approval_deadline(row)).enqueue(str(row.pk))
+    call_held.send(sender=ToolInvocation, row=row, expires_at=approval_deadline(row))
     return row
 
 
