@@ -23,6 +23,7 @@ from audit.rollup import COUNT_COLUMNS, approvals, rollup_refresh
 from campaigns.models import Campaign
 from campaigns.selectors import campaign_get_visible
 from core.errors import Forbidden
+from core.permissions import is_audit_staff
 
 Status = ToolInvocation.Status
 # The calls that ran and stood at some point: the base of a revert rate.
@@ -40,7 +41,7 @@ COUNTED = {
 def reads_every_campaign(user: Any) -> bool:
     """Staff holding the audit permission police every table, so they see every campaign's
     figures (as they see every campaign, `campaign_get_visible`)."""
-    return bool(user.is_active and user.is_staff and user.has_perm("audit.revert_toolinvocation"))
+    return is_audit_staff(user)
 
 
 def analytics_scope(*, user: Any, campaign_id: Any = None) -> Iterable[Any] | None:

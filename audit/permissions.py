@@ -9,6 +9,7 @@ from guardian.core import ObjectPermissionChecker
 from audit.models import SecurityEvent
 from campaigns.models import Campaign
 from core.errors import Forbidden
+from core.permissions import is_audit_staff
 
 
 def may_revert(*, user: Any, campaign: Campaign, actor_id: int) -> bool:
@@ -18,7 +19,7 @@ def may_revert(*, user: Any, campaign: Campaign, actor_id: int) -> bool:
         return False
     if user.pk in (actor_id, campaign.owner_id):
         return True
-    if user.is_staff and user.has_perm("audit.revert_toolinvocation"):
+    if is_audit_staff(user):
         return True
     return ObjectPermissionChecker(user).has_perm("revert_any_turn", campaign)
 
@@ -34,7 +35,7 @@ def may_approve(*, user: Any, campaign: Campaign, actor_id: int) -> bool:
         return True
     if user.pk == actor_id:
         return False
-    if user.is_staff and user.has_perm("audit.revert_toolinvocation"):
+    if is_audit_staff(user):
         return True
     return ObjectPermissionChecker(user).has_perm("revert_any_turn", campaign)
 

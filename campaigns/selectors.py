@@ -29,6 +29,7 @@ from campaigns.models import (
     Turn,
 )
 from core.errors import Gone, NotFound
+from core.permissions import is_audit_staff
 from core.queries import get_or_not_found
 
 
@@ -155,7 +156,7 @@ def campaign_get_for_member(*, campaign_id: Any, user: Any, lock: bool = False) 
 def campaign_get_visible(*, campaign_id: Any, user: Any, lock: bool = False) -> Campaign:
     """Members see a campaign, and so does staff holding the global revert permission (they
     police every table from the admin). Everyone else gets NotFound."""
-    if getattr(user, "is_staff", False) and user.has_perm("audit.revert_toolinvocation"):
+    if is_audit_staff(user):
         return _campaign_get(pk=campaign_id, lock=lock)
     return campaign_get_for_member(campaign_id=campaign_id, user=user, lock=lock)
 

@@ -31,6 +31,7 @@ from campaigns.models import Turn
 from campaigns.selectors import creature_names_in
 from core.api.base import client_ip
 from core.errors import Conflict, Forbidden, NotFound
+from core.permissions import is_audit_staff
 from web.admin.display import compact_json, invocation_link, label, summary
 from web.presenters import with_names
 
@@ -66,7 +67,7 @@ class RevertForm(ReasonForm):
 
 
 def can_read_log(user: Any) -> bool:
-    return user.is_active and user.is_staff and user.has_perm("audit.revert_toolinvocation")
+    return is_audit_staff(user)
 
 
 class LogReaderMixin:
