@@ -195,10 +195,24 @@ def test_the_first_evening_from_sign_up_to_undo_from_here(asgi_server: str, gm_w
 
         # A turn: the friend attacks, the GM answers, both see the wolf hurt.
         send(friend, "I attack the wolf")
+        # A new campaign holds critical calls back: the GM's hit waits on a card for both; the
+        # owner approves it, the friend (whose turn it is) may only withdraw it.
+        for page in (owner, friend):
+            expect(page.locator(".approval-card .approval-diff")).to_contain_text("Wolf")
+            journey.fits(page)
+        held = friend.locator(".approval-card")
+        expect(held.get_by_role("button", name="Withdraw")).to_be_visible()
+        expect(held.get_by_role("button", name="Approve")).to_have_count(0)
+        journey.shot(friend, "approval-card-friend")
+        owner.locator(".approval-card").get_by_role("button", name="Approve").click()
         gm_answered((owner, friend), 1)
         for page in (owner, friend):
+            expect(page.locator(".approval-card")).to_have_count(0)
+        for page in (owner, friend):
             expect(card(page, "foes", "Wolf").locator(".hp-text")).not_to_have_text("30 / 30")
-            expect(page.locator("#feed .call .summary", has_text="Wolf takes")).to_be_visible()
+            # The held call's line, then the approved run's with the change it made.
+            expect(page.locator("#feed .call .summary", has_text="Wolf takes")).to_have_count(2)
+            expect(page.locator("#feed .call .summary", has_text="(30 → ")).to_be_visible()
         first_hp = card(owner, "foes", "Wolf").locator(".hp-text").inner_text()
         journey.shot(friend, "first-turn")
 
@@ -219,6 +233,12 @@ def test_the_first_evening_from_sign_up_to_undo_from_here(asgi_server: str, gm_w
             expect(token(page, "Pip")).to_have_attribute("data-x", "3")
             expect(token(page, "Pip")).to_have_attribute("data-y", "2")
         journey.shot(owner, "token-moved")
+
+        # The owner lets the GM's calls run at once from now on (a full-page form).
+        owner.locator(".policy summary").click()
+        owner.locator(".policy").get_by_label("Approval").select_option("none")
+        owner.locator(".policy").get_by_role("button", name="Save").click()
+        live(owner)
 
         # Two more turns; the friend undoes the latest one.
         send(owner, "I attack the wolf")
@@ -261,4 +281,7 @@ def test_the_first_evening_from_sign_up_to_undo_from_here(asgi_server: str, gm_w
         (3, 2, friend_name, ToolInvocation.Status.COMMITTED)
     ]
     hits = ToolInvocation.objects.filter(campaign=campaign, tool_name="modify_creature")
-    assert {h.status for h in hits} == {ToolInvocation.Status.REVERTED}
+    ran = hits.exclude(status=ToolInvocation.Status.PENDING)  # not the approved hit's held row
+    assert {h.status for h in ran} == {ToolInvocation.Status.REVERTED}
+    assert ran.filter(approval_of__isnull=False).count() == 1  # the first hit, run once approved
+    assert campaign.approval_policy == Campaign.ApprovalPolicy.NONE

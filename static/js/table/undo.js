@@ -93,11 +93,14 @@ undoForm.addEventListener("submit", async (event) => {
     if (response.ok) {
       const result = await response.json();
       if (offline()) resync();
-      if (!result.skipped?.length) {
+      // A call that never changed the table (failed, refused, or the held row of an approved
+      // call, which ran as a row of its own) is skipped as `not_committed`: nothing was kept.
+      const kept = (result.skipped ?? []).filter((s) => s.skip_reason !== "not_committed");
+      if (!kept.length) {
         dialog.close();
         return;
       }
-      undoStatus(`Undone, except ${result.skipped.length} change(s) that could not be reverted.`);
+      undoStatus(`Undone, except ${kept.length} change(s) that could not be reverted.`);
       return;
     }
     if (response.status === 409) {
