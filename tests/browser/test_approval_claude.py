@@ -43,9 +43,7 @@ def fake_claude() -> Iterator[FakeClaude]:
 
 
 @pytest.fixture
-def claude_worker(
-    transactional_db, tmp_path, fake_claude: FakeClaude
-) -> Iterator[WorkerProcess]:
+def claude_worker(transactional_db, tmp_path, fake_claude: FakeClaude) -> Iterator[WorkerProcess]:
     """One task worker process whose GM is the anthropic provider, pointed at the fake through
     the settings it reads from its environment (config/settings.py)."""
     worker = worker_start(
