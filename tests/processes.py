@@ -244,10 +244,11 @@ def database_environment() -> dict[str, str]:
 def worker_start(name: str, log: Path, *, interval: float = 0.1, **env: str) -> WorkerProcess:
     """A task worker process (`manage.py db_worker`, every queue, no start-up delay) named
     `name`, polling every `interval` seconds when idle, on this process's database, running the
-    scripted GM, with `env` (GM_SCRIPTED_DELAY=..., ...) added to its environment. It publishes
+    scripted GM, with `env` (GM_SCRIPTED_DELAY=..., or GM_PROVIDER=anthropic and the
+    ANTHROPIC_* settings for another GM) added to its environment. It publishes
     through the configured channel layer (Redis or SQLite: to other processes' websockets)."""
     environment = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "SQLITE_PATH")}
-    environment.update(database_environment(), GM_PROVIDER="scripted", **env)
+    environment.update(database_environment(), **{"GM_PROVIDER": "scripted", **env})
     command = [sys.executable, "manage.py", "db_worker", "--queue-name", "*", "--no-reload"]
     command += ["--no-startup-delay", "--interval", str(interval), "--worker-id", name]
     with log.open("w") as out:
