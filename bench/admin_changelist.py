@@ -46,7 +46,11 @@ def make_campaigns() -> list:
     from campaigns.services import campaign_create
 
     return [
-        campaign_create(owner=User.objects.create_user(f"gm{i:02d}"), name=f"Campaign {i:02d}")
+        campaign_create(
+            owner=User.objects.create_user(f"gm{i:02d}"),
+            name=f"Campaign {i:02d}",
+            approval_policy="none",
+        )
         for i in range(CAMPAIGNS)
     ]
 

@@ -75,7 +75,9 @@ def build_tables(count: int) -> list[Table]:
     for number in range(count):
         tag = uuid.uuid4().hex[:8]
         owner = User.objects.create_user(f"owner-{tag}")
-        campaign = campaign_create(owner=owner, name=f"Throughput {number + 1}")
+        campaign = campaign_create(
+            owner=owner, name=f"Throughput {number + 1}", approval_policy="none"
+        )
         tokens = []
         for seat in range(PLAYERS):
             player = User.objects.create_user(f"p{seat}-{tag}")

@@ -327,7 +327,7 @@ def build_campaigns(count: int, players: int) -> list[dict[str, Any]]:
     built = []
     for c in range(count):
         owner = User.objects.create_user(f"gm-{c}")
-        campaign = campaign_create(owner=owner, name=f"table {c}")
+        campaign = campaign_create(owner=owner, name=f"table {c}", approval_policy="none")
         goblin = creature_create(
             campaign=campaign, name="Goblin", kind="monster", hp=GOBLIN_HP, max_hp=2 * GOBLIN_HP
         )
