@@ -15,7 +15,7 @@ from django.test import Client
 from django_tasks_db.management.commands.db_worker import Worker
 from django_tasks_db.models import DBTaskResult
 
-from audit.models import SecurityEvent, ToolInvocation
+from audit.models import InvocationOrigin, SecurityEvent, ToolInvocation
 from audit.services import invocation_dispatch
 from campaigns import realtime
 from campaigns.models import Campaign, Chapter, Creature, Dungeon, Resource
@@ -218,6 +218,24 @@ def commit(world: World, tool_name: str, data: Any, **extra: Any) -> ToolInvocat
     """A `call` that must commit."""
     row = call(world, tool_name, data, **extra)
     assert row.status == ToolInvocation.Status.COMMITTED, row.error
+    return row
+
+
+def held_hit(world: World, actor: Any, **extra: Any) -> ToolInvocation:
+    """The GM's 5-point hit on the goblin in `actor`'s turn, held for approval: the campaign is
+    switched to the `critical` policy first; `extra` goes to the dispatch (model, ...)."""
+    Campaign.objects.filter(pk=world.campaign.pk).update(approval_policy="critical")
+    world.campaign.refresh_from_db()
+    row = call(
+        world,
+        "modify_creature",
+        {"creature_id": world.goblin.pk, "hp_delta": -5},
+        actor=actor,
+        turn=world.turn(actor),
+        source=InvocationOrigin.GM,
+        **extra,
+    )
+    assert row.status == ToolInvocation.Status.AWAITING_APPROVAL, row.error
     return row
 
 

@@ -6,7 +6,7 @@ import pytest
 from audit.models import InvocationOrigin, SecurityEvent, ToolInvocation
 from campaigns.models import Campaign, Creature
 from tests.api.conftest import campaign_url, client_for
-from tests.conftest import call
+from tests.conftest import call, held_hit
 
 Status = ToolInvocation.Status
 ROLES = ["actor", "owner", "cogm", "other", "outsider", "anonymous", "staff"]
@@ -20,18 +20,7 @@ EXPECTED = {
 @pytest.fixture
 def held(world):
     """The GM's hit on the goblin in the player's turn, held under the `critical` policy."""
-    Campaign.objects.filter(pk=world.campaign.pk).update(approval_policy="critical")
-    world.campaign.refresh_from_db()
-    row = call(
-        world,
-        "modify_creature",
-        {"creature_id": world.goblin.pk, "hp_delta": -5},
-        actor=world.player,
-        turn=world.turn(world.player),
-        source=InvocationOrigin.GM,
-    )
-    assert row.status == Status.AWAITING_APPROVAL
-    return row
+    return held_hit(world, world.player)
 
 
 def caller(world, staff, role):
@@ -135,16 +124,7 @@ def test_reject_takes_a_reason(world, held):
 def test_a_co_gm_may_not_approve_a_call_on_their_own_turn(world, action, expected):
     """The grant that lets a co-GM approve others' calls does not let them sign off on what
     the AI does for them; the owner answers for the table, on their own turn too."""
-    Campaign.objects.filter(pk=world.campaign.pk).update(approval_policy="critical")
-    world.campaign.refresh_from_db()
-    row = call(
-        world,
-        "modify_creature",
-        {"creature_id": world.goblin.pk, "hp_delta": -5},
-        actor=world.cogm,
-        turn=world.turn(world.cogm),
-        source=InvocationOrigin.GM,
-    )
+    row = held_hit(world, world.cogm)
     url = campaign_url(world, f"invocations/{row.pk}/{action}/")
     assert client_for(world.cogm).post(url, {}, format="json").status_code == expected
     if expected == 403:

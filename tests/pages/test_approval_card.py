@@ -3,26 +3,12 @@ Approve/Reject for approvers, Withdraw for the turn's player, a waiting note for
 
 import pytest
 
-from audit.models import InvocationOrigin, ToolInvocation
-from campaigns.models import Campaign
-from tests.conftest import call, signed_in
+from tests.conftest import held_hit, signed_in
 
 
 @pytest.fixture
 def held(world):
-    Campaign.objects.filter(pk=world.campaign.pk).update(approval_policy="critical")
-    world.campaign.refresh_from_db()
-    row = call(
-        world,
-        "modify_creature",
-        {"creature_id": world.goblin.pk, "hp_delta": -5},
-        actor=world.player,
-        turn=world.turn(world.player),
-        source=InvocationOrigin.GM,
-        model="anthropic/claude-sonnet-4-5",
-    )
-    assert row.status == ToolInvocation.Status.AWAITING_APPROVAL
-    return row
+    return held_hit(world, world.player, model="anthropic/claude-sonnet-4-5")
 
 
 def card(world, user) -> str:
