@@ -73,6 +73,7 @@ SCALE_MIX = {"tool_call": 0.7, "undo": 0.3}
 GM_DELAY = 0.2
 QUIET_TIMEOUT = 180  # seconds for the workers to answer every queued turn after the load
 GOBLIN_HP = 500_000
+REORDER_WAIT = 0.5  # seconds a socket waits for a gap's events, as static/js/table/socket.js does
 
 
 # -- the players: separate processes, no Django --------------------------------------------------
@@ -133,10 +134,16 @@ async def _players(conn: Connection, players: list[dict[str, Any]], plan: dict[s
         return status, answer_
 
     class Feed(WebSocketClientProtocol):
+        """A player's socket, kept in seq order as the page's own client keeps it
+        (static/js/table/socket.js): an event past a gap is held for REORDER_WAIT, in which the
+        missing ones usually arrive (two servers publish a campaign's events, each after its
+        own commit); a gap still open then is refetched through `/state/`."""
+
         seq: int | None = None
-        events = gaps = late = 0
+        events = gaps = reordered = resyncs = late = 0
         missed: set[int]
         resyncing = False
+        timer: asyncio.TimerHandle | None = None
         held: list[dict[str, Any]]
         player: dict[str, Any]
 
@@ -153,24 +160,43 @@ async def _players(conn: Connection, players: list[dict[str, Any]], plan: dict[s
 
         def take(self, envelope: dict[str, Any]) -> None:
             if envelope["seq"] <= self.seq:  # already reflected (hello or a resync's state)
-                if envelope["seq"] in self.missed:  # a gap's event, only later than its next
+                if envelope["seq"] in self.missed:  # a gap's event, after its resync
                     self.missed.discard(envelope["seq"])
                     self.late += 1
                 return
-            if envelope["seq"] != self.seq + 1:  # a gap: refetch /state/, as a client does
-                self.gaps += 1
-                self.missed.update(range(self.seq + 1, envelope["seq"]))
-                self.resyncing = True
+            if envelope["seq"] != self.seq + 1:  # a gap: wait for the missing events
+                if self.timer is None:
+                    self.gaps += 1
+                    self.timer = loop.call_later(REORDER_WAIT, self.gap_open)
                 self.held.append(envelope)
-                loop.create_task(self.resync())
                 return
+            self.advance(envelope)
+            self.held.sort(key=lambda e: e["seq"])
+            while self.held and self.held[0]["seq"] <= self.seq + 1:
+                following = self.held.pop(0)
+                if following["seq"] == self.seq + 1:
+                    self.advance(following)
+            if not self.held and self.timer is not None:  # the gap closed within the wait
+                self.reordered += 1
+                self.timer.cancel()
+                self.timer = None
+
+        def advance(self, envelope: dict[str, Any]) -> None:
             self.seq = envelope["seq"]
             self.events += 1
             if envelope["type"] == "gm_turn_completed" and envelope["turn"] in gm_posted:
                 gm_latencies.append((time.time() - gm_posted.pop(envelope["turn"])) * 1000)
             self.advanced.set()
 
+        def gap_open(self) -> None:
+            self.timer = None
+            if self.held and not self.resyncing:
+                self.missed.update(range(self.seq + 1, min(e["seq"] for e in self.held)))
+                self.resyncing = True
+                loop.create_task(self.resync())
+
         async def resync(self) -> None:
+            self.resyncs += 1
             status, state = await call("GET state/ (resync)", self.player, "GET", "state/")
             if status != 200:
                 problems.append(f"resync of campaign {self.player['campaign']}: {status}")
@@ -252,7 +278,7 @@ async def _players(conn: Connection, players: list[dict[str, Any]], plan: dict[s
             if think:
                 await asyncio.sleep(rng.uniform(*think))
 
-    feeds = await asyncio.gather(*(connect(p) for p in players))
+    feeds = await asyncio.gather(*(connect(p) for p in players if p["socket"]))
     for player in players:  # warm each server's request path; not counted
         await loop.run_in_executor(pool, _http, "GET", url(player, "state/"), player["token"])
     conn.send(("ready", len(feeds)))
@@ -281,6 +307,8 @@ async def _players(conn: Connection, players: list[dict[str, Any]], plan: dict[s
             "campaign": f.player["campaign"],
             "events": f.events,
             "gaps": f.gaps,
+            "reordered": f.reordered,
+            "resyncs": f.resyncs,
             "late": f.late,
             "never": len(f.missed),
             "seq": f.seq,
@@ -316,8 +344,9 @@ def stop_workers(workers: list[subprocess.Popen]) -> None:
     stop_servers([(process, 0) for process in workers])
 
 
-def build_campaigns(count: int, players: int) -> list[dict[str, Any]]:
-    """`count` campaigns, each with `players` members holding API tokens and a goblin."""
+def build_campaigns(sizes: list[int]) -> list[dict[str, Any]]:
+    """A campaign per entry of `sizes`, with that many members holding API tokens, and a
+    goblin."""
     from django.contrib.auth.models import User
     from rest_framework.authtoken.models import Token
 
@@ -325,7 +354,7 @@ def build_campaigns(count: int, players: int) -> list[dict[str, Any]]:
     from campaigns.services import campaign_create, creature_create
 
     built = []
-    for c in range(count):
+    for c, players in enumerate(sizes):
         owner = User.objects.create_user(f"gm-{c}")
         campaign = campaign_create(owner=owner, name=f"table {c}", approval_policy="none")
         goblin = creature_create(
@@ -338,6 +367,26 @@ def build_campaigns(count: int, players: int) -> list[dict[str, Any]]:
             {"id": str(campaign.pk), "goblin": goblin.pk, "tokens": [t.key for t in tokens]}
         )
     return built
+
+
+def serialise_campaigns_globally() -> None:
+    """Break the rule on purpose (BENCH_GLOBAL_LOCK=1): every write of a campaign row (its
+    event numbers, its log head; every turn, tool call and undo makes one) first takes one
+    advisory lock shared by all campaigns, held to the end of its transaction, as a global
+    counter row would. The 8-vs-1 figure should then fall to about 1x: proof that it can see a
+    global serialisation."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE FUNCTION bench_global_lock() RETURNS trigger LANGUAGE plpgsql AS "
+            "$$ BEGIN PERFORM pg_advisory_xact_lock(1); RETURN NEW; END $$"
+        )
+        cursor.execute(
+            "CREATE TRIGGER bench_global_lock BEFORE UPDATE ON campaigns_campaign "
+            "FOR EACH ROW EXECUTE FUNCTION bench_global_lock()"
+        )
+    print("BENCH_GLOBAL_LOCK=1: every campaign's writes serialised on one advisory lock")
 
 
 def database_url(name: str) -> str:
@@ -375,6 +424,7 @@ class BackendSampler(threading.Thread):
         self.samples: list[tuple[float, int]] = []
         self.waits: list[tuple[float, list[str]]] = []
         self.cpu: list[tuple[float, int, int]] = []  # (time, busy jiffies, all jiffies)
+        self.processes: list[tuple[float, Counter]] = []  # (time, CPU jiffies by program)
         self.stopping = threading.Event()
 
     def run(self) -> None:
@@ -387,6 +437,7 @@ class BackendSampler(threading.Thread):
                 self.samples.append((now, len(rows) + 1))  # + this session
                 self.waits.append((now, [what for state, what in rows if state == "active"]))
                 self.cpu.append((now, *_cpu_jiffies()))
+                self.processes.append((now, _jiffies_by_program()))
 
     def between(self, start: float, end: float) -> list[int]:
         return [n for t, n in self.samples if start <= t <= end]
@@ -399,9 +450,16 @@ class BackendSampler(threading.Thread):
         shown = ", ".join(
             f"{what} {n / len(waits):.0%}" for what, n in Counter(waits).most_common(6)
         )
+        spent = [p for p in self.processes if start <= p[0] <= end]
+        programs = ""
+        if len(spent) > 1:
+            used = spent[-1][1] - spent[0][1]  # per program, jiffies over the phase
+            cores = (spent[-1][0] - spent[0][0]) * os.sysconf("SC_CLK_TCK")
+            programs = ", ".join(f"{name} {n / cores:.0%}" for name, n in used.most_common(6))
         return (
-            f"host CPU busy {busy:.0%} of {os.cpu_count()} cores; active sessions' waits "
-            f"({len(waits)} samples): {shown or 'none'}"
+            f"host CPU busy {busy:.0%} of {os.cpu_count()} cores; by program (% of one core): "
+            f"{programs or 'none'}\nactive sessions' waits ({len(waits)} samples): "
+            f"{shown or 'none'}"
         )
 
 
@@ -430,6 +488,31 @@ def _cpu_jiffies() -> tuple[int, int]:
     return sum(fields) - idle, sum(fields)
 
 
+PROGRAMS = {  # what a process runs, by its command line: the names the report uses
+    "daphne": "Daphne",
+    "db_worker": "task workers",
+    "postgres": "PostgreSQL",
+    "redis-server": "Redis",
+    "multiprocessing": "players (bench)",
+}
+
+
+def _jiffies_by_program() -> Counter:
+    """The CPU time (user + system, in clock ticks) each kind of process has used so far."""
+    used: Counter = Counter()
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as stat, open(f"/proc/{pid}/cmdline", "rb") as cmd:
+                fields, command = stat.read().rsplit(")", 1)[1].split(), cmd.read()
+        except OSError:  # gone meanwhile
+            continue
+        name = next((n for key, n in PROGRAMS.items() if key.encode() in command), "other")
+        used[name] += int(fields[11]) + int(fields[12])  # utime, stime
+    return used
+
+
 # -- one phase: the players on some campaigns for some seconds -----------------------------------
 
 
@@ -438,9 +521,10 @@ class Phase:
     name: str
     campaigns: list[dict[str, Any]]
     seconds: float
+    sockets: int  # players per campaign with a websocket (the first ones)
     samples: list[tuple[str, int, float, float]] = field(default_factory=list)
     gm: list[float] = field(default_factory=list)
-    sockets: list[dict[str, Any]] = field(default_factory=list)
+    feeds: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     started: float = 0.0
     backends: list[int] = field(default_factory=list)
@@ -462,6 +546,7 @@ def run_phase(
             "goblin": c["goblin"],
             "token": token,
             "port": ports[(i + j) % len(ports)],
+            "socket": j < phase.sockets,
         }
         for i, c in enumerate(phase.campaigns)
         for j, token in enumerate(c["tokens"])
@@ -476,8 +561,9 @@ def run_phase(
         process.start()
         clients.append((ours, process))
     try:
-        progress(f"{phase.name}: {len(players)} players connecting")
-        assert sum(answer(c, p, "ready", QUIET_TIMEOUT) for c, p in clients) == len(players)
+        sockets = sum(p["socket"] for p in players)
+        progress(f"{phase.name}: {len(players)} players, {sockets} sockets connecting")
+        assert sum(answer(c, p, "ready", QUIET_TIMEOUT) for c, p in clients) == sockets
         progress(f"{phase.name}: playing {phase.seconds} s")
         phase.started = time.time() + 0.5
         for conn, _ in clients:
@@ -502,7 +588,7 @@ def run_phase(
             conn.send(("quiet", last))
         for conn, process in clients:
             report = answer(conn, process, "sockets")
-            phase.sockets += report["sockets"]
+            phase.feeds += report["sockets"]
             phase.problems += report["problems"]
             phase.samples += report["samples"]
         phase.backends = sampler.between(phase.started, ended)
@@ -627,18 +713,40 @@ def main(
     from django.core.management import call_command
     from django.db import connection
 
-    world = build_campaigns(campaigns + sum(scale), players)
+    # The throughput phases: each count of campaigns with the table's players per campaign, and
+    # the most players any of those has (`players` x the largest count) spread over each smaller
+    # count, every campaign watched by `players` sockets (so a request's events go to as many
+    # sockets whichever way its players are spread).
+    crowd = players * max(scale)
+    shapes = [(count, players) for count in scale]
+    shapes += [(count, crowd // count) for count in scale if count * players < crowd]
+    shapes.sort()
+    if os.environ.get("BENCH_GLOBAL_LOCK") == "1":
+        serialise_campaigns_globally()
+    world = build_campaigns(
+        [players] * campaigns + [n for count, n in shapes for _ in range(count)]
+    )
     database = connection.settings_dict["NAME"]
     copy = f"{database}_initial"
     release_connections()
     admin_sql(f'CREATE DATABASE "{copy}" TEMPLATE "{database}"')
     phases = [
-        Phase(f"table: {campaigns} campaigns x {players} players", world[:campaigns], seconds)
+        Phase(
+            f"table: {campaigns} campaigns x {players} players",
+            world[:campaigns],
+            seconds,
+            players,
+        )
     ]
     start = campaigns
-    for count in scale:
+    for count, each in shapes:
         phases.append(
-            Phase(f"throughput: {count} campaigns", world[start : start + count], scale_seconds)
+            Phase(
+                f"throughput: {count} campaign(s) x {each} players",
+                world[start : start + count],
+                scale_seconds,
+                players,
+            )
         )
         start += count
     sampler = BackendSampler()
@@ -686,28 +794,38 @@ def main(
         )
         endpoint_table(phase)
         fives = sum(1 for _, status, _, _ in phase.samples if status >= 500)
-        gaps = sum(s["gaps"] for s in phase.sockets)
-        events = sum(s["events"] for s in phase.sockets)
-        late = sum(s["late"] for s in phase.sockets)
-        never = sum(s["never"] for s in phase.sockets)
+        gaps = sum(s["gaps"] for s in phase.feeds)
+        events = sum(s["events"] for s in phase.feeds)
+        late = sum(s["late"] for s in phase.feeds)
+        reordered = sum(s["reordered"] for s in phase.feeds)
+        resyncs = sum(s["resyncs"] for s in phase.feeds)
+        never = sum(s["never"] for s in phase.feeds)
         backends = phase.backends or [0]
         print(
             f"requests/s {throughput(phase):.1f} (players' requests completed in the window); "
             f"5xx {fives}; PostgreSQL backends max {max(backends)} (median "
-            f"{statistics.median(backends):g})\nsockets {len(phase.sockets)}: events in order "
-            f"{events}; gaps {gaps}, each resynced via /state/ (missed events that came later, "
-            f"out of order: {late}; never came: {never}); all at their campaign's last seq: "
-            f"{'yes' if not phase.problems else 'NO'}"
+            f"{statistics.median(backends):g})\nsockets {len(phase.feeds)}: events in order "
+            f"{events}; gaps {gaps}: {reordered} closed by their events within "
+            f"{REORDER_WAIT:g} s (published out of order by the two servers), {resyncs} resynced "
+            f"via /state/ (of their missed events {late} came later, {never} never); all at "
+            f"their campaign's last seq: {'yes' if not phase.problems else 'NO'}"
         )
         print(phase.load)
         failures += [f"{phase.name}: {p}" for p in phase.problems]
         failures += [f"{phase.name}: {fives} responses 5xx"] if fives else []
-    if len(phases) > 2:
-        low, high = phases[1], phases[-1]
+    by_shape = {(len(p.campaigns), len(p.campaigns[0]["tokens"])): p for p in phases[1:]}
+    few, most = min(scale), max(scale)
+    if few < most:
+        rate = {shape: throughput(p) for shape, p in by_shape.items()}
+        wide, alone, crowded = rate[most, players], rate[few, players], rate[few, crowd // few]
         print(
-            f"\nthroughput {len(high.campaigns)} campaigns / {len(low.campaigns)} campaign(s): "
-            f"{throughput(high):.1f} / {throughput(low):.1f} requests/s = "
-            f"{throughput(high) / throughput(low):.2f}x (goal >= 1.6x for 8 vs 1)"
+            f"\nthroughput, the same {crowd} players on {most} campaigns / on {few}: "
+            f"{wide:.1f} / {crowded:.1f} requests/s = {wide / crowded:.2f}x "
+            f"(goal >= 1.6x for 8 vs 1: what one campaign's own lock serialises, {most} campaigns "
+            "run side by side unless something global serialises them)"
+            f"\nthroughput, {most} campaigns / {few}, {players} players each: {wide:.1f} / "
+            f"{alone:.1f} requests/s = {wide / alone:.2f}x ({most // few} times the players: "
+            "what the host's cores have left beyond one campaign's table)"
         )
     print(
         f"final state: {len(world)} campaigns' /state/ equal to their initial world + {replayed} "
