@@ -362,7 +362,12 @@ class Turn(Revertible):
     # turn's expiry is when its watchdog looks whether a worker has picked it up.
     lease_owner = models.CharField(max_length=100, blank=True, default="")
     lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # Claims of the turn by a worker: its first run, every resume after a worker died, and every
+    # resume after a held call was answered (approval). The watchdog tells its claims apart by it.
     attempts = models.PositiveIntegerField(default=0)
+    # Runs that died (the watchdog found their lease run out): what GM_MAX_ATTEMPTS bounds, so a
+    # turn paused for approval any number of times still gets every retry after a crash.
+    recoveries = models.PositiveIntegerField(default=0)
     cancel_requested_at = models.DateTimeField(null=True, blank=True)
     cancel_requested_by = models.ForeignKey(
         User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

@@ -367,7 +367,8 @@ ANTHROPIC_MAX_RETRIES = int(os.environ.get("ANTHROPIC_MAX_RETRIES", "2"))
 ANTHROPIC_TIMEOUT = float(os.environ.get("ANTHROPIC_TIMEOUT", "60"))
 # A worker running a GM turn holds a lease on it for this long and renews it (a heartbeat) every
 # third of it; a worker that dies loses the lease, and the turn resumes on another worker (or
-# fails, after GM_MAX_ATTEMPTS claims) about this long after the last heartbeat.
+# fails, once GM_MAX_ATTEMPTS of its runs have died: resumes after an approval do not count)
+# about this long after the last heartbeat.
 GM_LEASE_SECONDS = float(os.environ.get("GM_LEASE_SECONDS", "60"))
 GM_MAX_ATTEMPTS = int(os.environ.get("GM_MAX_ATTEMPTS", "3"))
 if GM_LEASE_SECONDS < 1 or GM_MAX_ATTEMPTS < 1:

@@ -9,8 +9,9 @@ transaction: a turn and its task commit together, or neither does.
 
 Every turn has a watchdog, a task that looks at it again when its lease (or, while it waits, its
 deadline) runs out: a worker that died mid-turn leaves a lease nobody renews, and the watchdog
-puts the turn back in the queue to resume from its transcript, or fails it after
-GM_MAX_ATTEMPTS claims, within about GM_LEASE_SECONDS of the death and without any request.
+puts the turn back in the queue to resume from its transcript, or fails it once GM_MAX_ATTEMPTS
+of its runs have died (a resume after an approval is a claim, not a death), within about
+GM_LEASE_SECONDS of the death and without any request.
 """
 
 from datetime import datetime
@@ -136,8 +137,9 @@ def _enqueue_next(campaign_id: Any) -> None:
 
 def turn_watch(*, turn_id: int, attempt: int) -> str:
     """Look at a turn whose lease (or wait) may have run out, and act: resume a turn whose
-    worker died, fail it past GM_MAX_ATTEMPTS, hand a stranded queued turn to a worker. The
-    watchdog of an earlier `attempt` than the turn's ends: the latest claim has its own."""
+    worker died (fail it once GM_MAX_ATTEMPTS of its runs have died), hand a stranded queued
+    turn to a worker. The watchdog of an earlier `attempt` than the turn's ends: the latest
+    claim has its own."""
     turn = Turn.objects.filter(pk=turn_id).first()
     if turn is None:
         return "gone"
@@ -182,14 +184,17 @@ def _recover(turn: Turn) -> str:
     if turn.cancel_requested_at is not None or turn.reverted_at is not None:
         turn_close(turn, status=Turn.Status.CANCELLED, text=kept)
         outcome = "cancelled"
-    elif turn.attempts >= settings.GM_MAX_ATTEMPTS:
-        reason = f"the worker running it stopped responding ({turn.attempts} attempts)."
+    elif (died := turn.recoveries + 1) >= settings.GM_MAX_ATTEMPTS:
+        reason = f"the worker running it stopped responding ({died} attempts)."
         turn_close(turn, status=Turn.Status.FAILED, text=kept, reason=reason)
         outcome = "failed"
     else:
         deadline = lease_deadline()
         Turn.objects.filter(pk=turn.pk).update(
-            status=Turn.Status.QUEUED, lease_owner="", lease_expires_at=deadline
+            status=Turn.Status.QUEUED,
+            lease_owner="",
+            lease_expires_at=deadline,
+            recoveries=F("recoveries") + 1,
         )
         run_turn.enqueue(turn.pk)
         _watch_at(turn, deadline)

@@ -17,7 +17,7 @@ from gm.runner import turn_pause
 from gm.services import gm_turn_run, turn_cancel, turn_submit
 from gm.tasks import turn_watch
 from tests.conftest import dump
-from tests.gm.test_resume import Crash, run_until_crash
+from tests.gm.test_resume import Crash, crash_once, lease_runs_out, run_until_crash
 
 Status = ToolInvocation.Status
 
@@ -134,6 +134,35 @@ def test_a_worker_killed_around_the_pause_loses_nothing(
     assert ran.status == Status.COMMITTED
     assert ToolInvocation.objects.filter(turn=turn, tool_name="modify_creature").count() == 2
     assert "Goblin" in gm_reply(turn)
+    assert verify(world.campaign.pk) is None
+
+
+def test_resuming_after_an_approval_uses_up_none_of_the_retries_after_a_crash(
+    world, critical, settings, monkeypatch, django_capture_on_commit_callbacks
+):
+    """GM_MAX_ATTEMPTS bounds the runs that died, not the claims: a turn resumed after an
+    approval (a claim) and then killed still gets its retry."""
+    settings.GM_MAX_ATTEMPTS = 2  # one run may die; a second death fails the turn
+    turn = turn_submit(campaign=world.campaign, actor=world.player, message="I attack the goblin")
+    gm_turn_run(turn=turn)
+    turn.refresh_from_db()
+    assert turn.status == Turn.Status.AWAITING_APPROVAL
+    answer(
+        world, invocation_approve, held_row(turn), world.owner, django_capture_on_commit_callbacks
+    )
+    crash_once(monkeypatch, "call_tool", after=True)  # the resumed run dies after the call ran
+    run_until_crash(turn)
+    assert (turn.attempts, turn.recoveries) == (2, 0)
+
+    lease_runs_out(turn)
+    assert turn_watch(turn_id=turn.pk, attempt=turn.attempts) == "resumed"
+    turn.refresh_from_db()
+    assert (turn.status, turn.recoveries) == (Turn.Status.QUEUED, 1)
+    gm_turn_run(turn=turn)
+
+    turn.refresh_from_db()
+    assert (turn.status, turn.attempts, turn.recoveries) == (Turn.Status.COMPLETED, 3, 1)
+    assert ToolInvocation.objects.filter(turn=turn, status=Status.COMMITTED).exists()
     assert verify(world.campaign.pk) is None
 
 

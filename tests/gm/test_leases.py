@@ -35,8 +35,9 @@ def submit(world, message: str = "I attack the goblin") -> Turn:
     return turn_submit(campaign=world.campaign, actor=world.player, message=message)
 
 
-def expire(turn: Turn, *, attempts: int | None = None) -> None:
-    extra = {} if attempts is None else {"attempts": attempts}
+def expire(turn: Turn, *, recoveries: int | None = None) -> None:
+    """The turn's lease ran out; `recoveries`: as many earlier runs of it had died."""
+    extra = {} if recoveries is None else {"recoveries": recoveries}
     Turn.objects.filter(pk=turn.pk).update(
         lease_expires_at=timezone.now() - timedelta(seconds=1), **extra
     )
@@ -101,7 +102,7 @@ def test_past_the_last_attempt_the_turn_fails_plainly_keeping_what_it_did(
 
     with pytest.raises(KeyboardInterrupt):
         claim_run(claim, Provider(dies_after_a_hit))
-    expire(turn, attempts=2)
+    expire(turn, recoveries=1)  # this run is the second to die
     with django_capture_on_commit_callbacks(execute=True):
         assert watch(turn) == "failed"
 
