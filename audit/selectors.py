@@ -96,6 +96,9 @@ def turn_feed(
     calls: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for row in (
         ToolInvocation.objects.filter(campaign=campaign, turn_id__in=ids)
+        # A held call that was approved ran as a row of its own (`approval_of`), which the feed
+        # shows; the held row it ran for is not a second call.
+        .exclude(Exists(ToolInvocation.objects.filter(approval_of=OuterRef("pk"))))
         .order_by("sequence")
         .values(
             "turn_id",

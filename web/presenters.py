@@ -54,6 +54,10 @@ CALL_LABELS = {
     ToolInvocation.Status.PENDING: "running",
     ToolInvocation.Status.FAILED: "refused",
     ToolInvocation.Status.REVERTED: "undone",
+    # Held for a person's answer (SPEC §5 approval); answered no, or never, it did not happen.
+    ToolInvocation.Status.AWAITING_APPROVAL: "awaiting approval",
+    ToolInvocation.Status.REJECTED: "rejected: not done",
+    ToolInvocation.Status.EXPIRED: "not approved in time: not done",
 }
 
 

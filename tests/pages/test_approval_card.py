@@ -1,8 +1,12 @@
 """The campaign page's approval card, drawn by the server for whoever looks: the diff with
 Approve/Reject for approvers, Withdraw for the turn's player, a waiting note for the others."""
 
+import re
+
 import pytest
 
+from audit.services.approval import invocation_approve, invocation_expire, invocation_reject
+from campaigns.models import Creature
 from tests.conftest import held_hit, signed_in
 
 
@@ -44,3 +48,42 @@ def test_no_card_when_nothing_waits_and_404_for_strangers(world):
 def test_the_page_carries_the_slot_and_the_script(world):
     html = signed_in(world.player).get(f"/campaigns/{world.campaign.pk}/").content.decode()
     assert 'id="approvals"' in html and "js/table.js" in html
+
+
+CALL = re.compile(
+    r'<li class="call status-(?P<status>[a-z_]+)"[^>]*><span class="summary">(?P<summary>[^<]*)'
+    r'</span>(?:<span class="provenance">[^<]*</span>)?'
+    r'(?:<span class="call-status">(?P<label>[^<]*)</span>)?'
+)
+
+
+def feed_calls(world) -> list[tuple[str, str]]:
+    """The calls the page's feed draws, as (status, label)."""
+    html = signed_in(world.player).get(f"/campaigns/{world.campaign.pk}/").content.decode()
+    return [(m["status"], m["label"] or "") for m in CALL.finditer(html)]
+
+
+def answer(world, held, how: str) -> None:
+    ids = {"campaign_id": world.campaign.pk, "invocation_id": held.pk}
+    if how == "approved":
+        invocation_approve(**ids, user=world.owner)
+    elif how == "rejected":
+        invocation_reject(**ids, user=world.owner, reason="not yet")
+    elif how == "expired":
+        invocation_expire(invocation_id=held.pk)
+
+
+@pytest.mark.parametrize(
+    "how,shown",
+    [
+        ("waiting", [("awaiting_approval", "awaiting approval")]),
+        # Approved, it ran as a row of its own: the feed shows that one call, done.
+        ("approved", [("committed", "")]),
+        ("rejected", [("rejected", "rejected: not done")]),
+        ("expired", [("expired", "not approved in time: not done")]),
+    ],
+)
+def test_the_feed_shows_a_held_call_once_as_what_became_of_it(world, held, how, shown):
+    answer(world, held, how)
+    assert feed_calls(world) == shown
+    assert Creature.objects.get(pk=world.goblin.pk).hp == (2 if how == "approved" else 7)
