@@ -210,9 +210,11 @@ def test_the_first_evening_from_sign_up_to_undo_from_here(asgi_server: str, gm_w
             expect(page.locator(".approval-card")).to_have_count(0)
         for page in (owner, friend):
             expect(card(page, "foes", "Wolf").locator(".hp-text")).not_to_have_text("30 / 30")
-            # The held call's line, then the approved run's with the change it made.
-            expect(page.locator("#feed .call .summary", has_text="Wolf takes")).to_have_count(2)
+            # One line for the call: the approved run's, with the change it made (the held row
+            # it ran for is not a second call).
+            expect(page.locator("#feed .call .summary", has_text="Wolf takes")).to_have_count(1)
             expect(page.locator("#feed .call .summary", has_text="(30 → ")).to_be_visible()
+            expect(page.locator("#feed .call .call-status")).to_have_count(0)  # done, unmarked
         first_hp = card(owner, "foes", "Wolf").locator(".hp-text").inner_text()
         journey.shot(friend, "first-turn")
 

@@ -28,10 +28,11 @@ def test_the_owner_undoes_from_an_earlier_turn_and_both_players_see_it_live(
     later = played(world, world.other, "I attack the orc")
     hits = ToolInvocation.objects.filter(tool_name="modify_creature").order_by("sequence")
     hp = [row.input["hp_delta"] for row in hits]
-    first_hit, later_hit = -hp[0], -hp[1]
-    # HP stops at 0 (modify_creature clamps): two good rolls can take the orc past it.
-    after_first = max(0, 15 - first_hit)
-    after_later = max(0, after_first - later_hit)
+    # HP stops at 0 (modify_creature clamps): two good rolls can take the orc past it, and the
+    # page says the damage the orc took, not the damage rolled.
+    after_first = max(0, 15 + hp[0])
+    after_later = max(0, after_first + hp[1])
+    first_hit, later_hit = 15 - after_first, after_first - after_later
     orc_hp = f'[data-creature="{world.orc.pk}"] .hp-text'
     with chromium() as browser:
         owner = signed_in_page(browser, asgi_server, world.owner.username)
