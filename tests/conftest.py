@@ -221,6 +221,18 @@ def commit(world: World, tool_name: str, data: Any, **extra: Any) -> ToolInvocat
     return row
 
 
+@pytest.fixture
+def at_the_default_policy(request):
+    """The test's world starts where a new campaign does, at `critical` (the test world runs at
+    `none`, so that the log's tests run their calls at once); nothing without a world. For the
+    tests of the policy itself (`pytestmark = pytest.mark.usefixtures(...)`)."""
+    if "world" not in request.fixturenames:
+        return
+    world = request.getfixturevalue("world")
+    Campaign.objects.filter(pk=world.campaign.pk).update(approval_policy="critical")
+    world.campaign.refresh_from_db()
+
+
 def held_hit(world: World, actor: Any, **extra: Any) -> ToolInvocation:
     """The GM's 5-point hit on the goblin in `actor`'s turn, held for approval: the campaign is
     switched to the `critical` policy first; `extra` goes to the dispatch (model, ...)."""

@@ -10,19 +10,7 @@ from tests.api.conftest import campaign_url, client_for, dump
 from tests.conftest import make_user
 from web.api.serializers import StateSerializer
 
-
-@pytest.fixture(autouse=True)
-def at_the_default_policy(request):
-    """These tests' world starts where a new campaign does, at `critical` (the test world runs
-    at `none`, so that the log's tests run their calls at once)."""
-    if "world" not in request.fixturenames:
-        return
-    world = request.getfixturevalue("world")
-    Campaign.objects.filter(pk=world.campaign.pk).update(approval_policy="critical")
-    world.campaign.refresh_from_db()
-
-
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("at_the_default_policy")]
 
 
 def test_creating_a_campaign_makes_the_caller_its_owner_with_the_revert_grant():

@@ -10,16 +10,8 @@ from campaigns.services import campaign_create, campaign_set_approval_policy
 from core.errors import InvalidInput
 from tests.conftest import World, make_user
 
-
-@pytest.fixture(autouse=True)
-def at_the_default_policy(request):
-    """These tests' world starts where a new campaign does, at `critical` (the test world runs
-    at `none`, so that the log's tests run their calls at once)."""
-    if "world" not in request.fixturenames:
-        return
-    world = request.getfixturevalue("world")
-    Campaign.objects.filter(pk=world.campaign.pk).update(approval_policy="critical")
-    world.campaign.refresh_from_db()
+# The world starts where a new campaign does (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("at_the_default_policy")
 
 
 BEFORE = ("campaigns", "0004_dice_roll_once_per_tool_use")

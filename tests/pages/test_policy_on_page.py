@@ -8,16 +8,8 @@ from audit.models import SecurityEvent
 from campaigns.models import ApprovalPolicyChange, Campaign
 from tests.conftest import World, signed_in
 
-
-@pytest.fixture(autouse=True)
-def at_the_default_policy(request):
-    """These tests' world starts where a new campaign does, at `critical` (the test world runs
-    at `none`, so that the log's tests run their calls at once)."""
-    if "world" not in request.fixturenames:
-        return
-    world = request.getfixturevalue("world")
-    Campaign.objects.filter(pk=world.campaign.pk).update(approval_policy="critical")
-    world.campaign.refresh_from_db()
+# The world starts where a new campaign does (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("at_the_default_policy")
 
 
 def policy_url(world: World) -> str:
