@@ -24,6 +24,7 @@ from campaigns.selectors import (
     campaign_state,
     creature_names,
     invite_list,
+    one_snapshot,
     roll_get,
     rolls_outside_turns,
     turn_rolls,
@@ -202,12 +203,17 @@ class TurnCard:
 
 def feed(*, campaign: Campaign, user: Any, turn_id: Any = None) -> list[TurnCard]:
     """The last turns with their visible messages and tool calls, oldest first. The most
-    recent GM turn is flagged; undone turns stay as a note of who undid them and why."""
-    turns, messages, rows = turn_feed(campaign=campaign, limit=FEED_TURNS, turn_id=turn_id)
-    rolls = turn_rolls(campaign=campaign, turn_ids=[t.pk for t in turns])
-    names = creature_names(campaign=campaign)
-    can_revert_any = may_revert(user=user, campaign=campaign, actor_id=None)
-    onwards, last = _undo_from_here(campaign=campaign, user=user, turns=turns)
+    recent GM turn is flagged; undone turns stay as a note of who undid them and why.
+
+    Read in one snapshot: a turn the GM completes meanwhile (its reply and its status, one
+    commit) is drawn before or after, never its reply beside the note that the GM is thinking,
+    which the page's script would fill with the streamed narration (the reply twice)."""
+    with one_snapshot():
+        turns, messages, rows = turn_feed(campaign=campaign, limit=FEED_TURNS, turn_id=turn_id)
+        rolls = turn_rolls(campaign=campaign, turn_ids=[t.pk for t in turns])
+        names = creature_names(campaign=campaign)
+        can_revert_any = may_revert(user=user, campaign=campaign, actor_id=None)
+        onwards, last = _undo_from_here(campaign=campaign, user=user, turns=turns)
     views = [
         TurnCard(
             id=t.pk,

@@ -18,7 +18,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from audit.permissions import recording_denials
 from campaigns.models import ApprovalPolicyChange, Campaign
-from campaigns.selectors import campaign_get_for_member, campaign_list_for_member
+from campaigns.selectors import campaign_get_for_member, campaign_list_for_member, one_snapshot
 from campaigns.services import campaign_create, campaign_set_approval_policy
 from core.api.base import client_ip
 from core.errors import Forbidden, NotFound
@@ -131,8 +131,9 @@ def campaign_feed(request: HttpRequest, campaign_id: Any) -> HttpResponse:
     if roll_id is not None:
         return _roll_fragment(request, campaign, roll_id)
     if turn_id is None:
-        seq = presenters.event_seq(campaign)
-        entries = presenters.timeline(campaign=campaign, user=request.user)
+        with one_snapshot():  # the entries and the number of the last event they reflect
+            seq = presenters.event_seq(campaign)
+            entries = presenters.timeline(campaign=campaign, user=request.user)
         return render(request, "campaigns/_feed.html", {"feed": entries, "seq": seq})
     if not FEED_ID.fullmatch(turn_id):
         raise Http404("No such turn.")

@@ -1,11 +1,16 @@
 """A GM turn on the campaign page while the GM answers it, and after: the note that the GM is
 thinking, Stop and Retry, each offered only to those the turn services let use them."""
 
+import threading
+
 import pytest
+from django.db import connection, transaction
 from django.test import Client
 
+from audit import selectors as audit_selectors
 from audit.services import turn_undo
-from campaigns.models import Turn
+from campaigns.models import ChatMessage, Turn
+from gm.runner import turn_close
 from gm.services import turn_cancel, turn_retry, turn_submit
 from tests.conftest import World, signed_in
 from tests.pages.test_campaign_page import gm_turn
@@ -94,3 +99,53 @@ def test_a_retried_turn_offers_retry_no_more_and_its_retry_is_thinking(world: Wo
         assert f'data-retry-of="{turn.pk}"' in new, name
         assert "↻ Retried: the GM answers afresh" in new, name
         assert '<p class="text">I attack the goblin</p>' in new and THINKING in new, name
+
+
+class _CommitsFirst:
+    """Stands for `ChatMessage` in audit.selectors: the first time the feed asks for messages,
+    `writer` runs (and commits, unless it must wait for the reader) before the query does."""
+
+    def __init__(self, writer: threading.Thread) -> None:
+        self.writer = writer
+
+    @property
+    def objects(self):
+        if not self.writer.is_alive() and self.writer.ident is None:
+            self.writer.start()
+            self.writer.join(timeout=2)
+        return ChatMessage.objects
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_turn_is_drawn_from_one_moment_while_the_gm_finishes_it(world: World, monkeypatch):
+    """The GM's turn completes (its message and its status, one commit) after the feed read the
+    turn and before it read the turn's messages: the fragment is from one moment, thinking with
+    no reply or replied and done, never the reply beside the note that the GM is thinking (the
+    page's script fills that note with the streamed narration: the reply showed twice)."""
+    turn = turn_submit(campaign=world.campaign, actor=world.player, message="I open the door.")
+    Turn.objects.filter(pk=turn.pk).update(status=Turn.Status.RUNNING)
+    errors: list[BaseException] = []
+
+    def gm_finishes() -> None:
+        try:
+            with transaction.atomic():
+                turn_close(Turn.objects.get(pk=turn.pk), status=Turn.Status.COMPLETED, text=REPLY)
+        except BaseException as error:  # reported below
+            errors.append(error)
+        finally:
+            connection.close()
+
+    writer = threading.Thread(target=gm_finishes)
+    monkeypatch.setattr(audit_selectors, "ChatMessage", _CommitsFirst(writer))
+    html = fragment(signed_in(world.player), world, turn)
+    writer.join(timeout=30)
+
+    assert not writer.is_alive()
+    replied, thinking = REPLY in html, THINKING in html
+    assert replied != thinking, "the reply drawn beside the note that the GM is thinking"
+    assert Turn.objects.get(pk=turn.pk).status == Turn.Status.COMPLETED or errors
+    if connection.vendor == "postgresql":
+        assert not errors and thinking  # readers do not block writers: committed, unseen
+
+
+REPLY = "The door creaks open."
