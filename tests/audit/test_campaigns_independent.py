@@ -17,11 +17,11 @@ import pytest
 from django.db import connection, connections
 
 from audit.models import ToolInvocation
-from audit.services import invocation_dispatch, invocation_revert, turn_undo
+from audit.services import invocation_revert, turn_undo
 from campaigns.models import Creature, Turn
 from campaigns.services import turn_create
 from gm.services import turn_submit
-from tests.conftest import World, build_world, postgres_only
+from tests.conftest import World, build_world, call, postgres_only
 
 pytestmark = [postgres_only, pytest.mark.django_db(transaction=True)]
 
@@ -29,13 +29,8 @@ WAIT = 20  # seconds any step may take before the test calls it stuck
 
 
 def hit(world: World, turn: Turn | None = None) -> ToolInvocation:
-    return invocation_dispatch(
-        campaign=world.campaign,
-        actor=world.player,
-        turn=turn,
-        tool_name="modify_creature",
-        input={"creature_id": world.goblin.pk, "hp_delta": -1},
-    )
+    data = {"creature_id": world.goblin.pk, "hp_delta": -1}
+    return call(world, "modify_creature", data, actor=world.player, turn=turn)
 
 
 def tool_call(world: World) -> Any:

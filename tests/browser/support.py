@@ -74,6 +74,14 @@ def open_table(page: Page, campaign_id: Any) -> None:
     expect(page.locator("#live")).to_have_attribute("data-state", "open")
 
 
+def at_the_table(browser: Browser, base_url: str, campaign_id: Any, *usernames: str) -> list[Page]:
+    """A signed-in page per username, each on the campaign page with its live connection open."""
+    pages = [signed_in_page(browser, base_url, username) for username in usernames]
+    for page in pages:
+        open_table(page, campaign_id)
+    return pages
+
+
 def screenshot(page: Page, name: str) -> Path:
     path = ARTIFACTS / name
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -7,11 +7,10 @@ from playwright.sync_api import expect
 from audit.models import ToolInvocation
 from campaigns.models import Campaign
 from tests.browser.support import (
+    at_the_table,
     chromium,
-    open_table,
     outside_the_browser_loop,
     screenshot,
-    signed_in_page,
 )
 from tests.conftest import World
 from tests.realtime.conftest import shared_layer
@@ -27,10 +26,9 @@ def test_the_owner_approves_on_the_page_while_a_player_watches_the_card(
     Campaign.objects.filter(pk=world.campaign.pk).update(approval_policy="critical")
     goblin_hp = f'[data-creature="{world.goblin.pk}"] .hp-text'
     with chromium() as browser:
-        owner = signed_in_page(browser, asgi_server, world.owner.username)
-        player = signed_in_page(browser, asgi_server, world.player.username)
-        for page in (owner, player):
-            open_table(page, world.campaign.pk)
+        owner, player = at_the_table(
+            browser, asgi_server, world.campaign.pk, world.owner.username, world.player.username
+        )
 
         player.get_by_label("Your message to the table").fill("I attack the goblin")
         player.get_by_role("button", name="Send").click()

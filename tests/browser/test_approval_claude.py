@@ -14,11 +14,10 @@ from playwright.sync_api import Page, expect
 from audit.models import ToolInvocation
 from campaigns.models import Campaign, Creature, Turn
 from tests.browser.support import (
+    at_the_table,
     chromium,
-    open_table,
     outside_the_browser_loop,
     screenshot,
-    signed_in_page,
 )
 from tests.conftest import World, dump
 from tests.gm.fake_claude import FakeClaude
@@ -99,10 +98,9 @@ def test_the_owner_approves_a_claude_call_on_the_page_and_the_narration_follows(
     script_attack(fake_claude, world, "The goblin howls and staggers back.")
     goblin_hp = f'[data-creature="{world.goblin.pk}"] .hp-text'
     with chromium() as browser:
-        owner = signed_in_page(browser, asgi_server, world.owner.username)
-        player = signed_in_page(browser, asgi_server, world.player.username)
-        for page in (owner, player):
-            open_table(page, world.campaign.pk)
+        owner, player = at_the_table(
+            browser, asgi_server, world.campaign.pk, world.owner.username, world.player.username
+        )
 
         send_and_see_the_card(world, owner, player, goblin_hp)
         expect(owner.locator(".approval-card")).to_contain_text("claude-gm-test")
@@ -139,10 +137,9 @@ def test_the_owner_rejects_a_claude_call_on_the_page_and_the_model_is_told(
     before = dump(world.campaign)
     goblin_hp = f'[data-creature="{world.goblin.pk}"] .hp-text'
     with chromium() as browser:
-        owner = signed_in_page(browser, asgi_server, world.owner.username)
-        player = signed_in_page(browser, asgi_server, world.player.username)
-        for page in (owner, player):
-            open_table(page, world.campaign.pk)
+        owner, player = at_the_table(
+            browser, asgi_server, world.campaign.pk, world.owner.username, world.player.username
+        )
 
         send_and_see_the_card(world, owner, player, goblin_hp)
 

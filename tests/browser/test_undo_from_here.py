@@ -8,7 +8,7 @@ from playwright.sync_api import expect
 from audit.models import ToolInvocation
 from campaigns.models import Creature, Turn
 from gm.services import gm_turn_run, turn_submit
-from tests.browser.support import chromium, open_table, screenshot, signed_in_page
+from tests.browser.support import at_the_table, chromium, screenshot
 from tests.conftest import World
 
 pytestmark = pytest.mark.browser
@@ -35,10 +35,9 @@ def test_the_owner_undoes_from_an_earlier_turn_and_both_players_see_it_live(
     first_hit, later_hit = 15 - after_first, after_first - after_later
     orc_hp = f'[data-creature="{world.orc.pk}"] .hp-text'
     with chromium() as browser:
-        owner = signed_in_page(browser, asgi_server, world.owner.username)
-        player = signed_in_page(browser, asgi_server, world.player.username)
-        for page in (owner, player):
-            open_table(page, world.campaign.pk)
+        owner, player = at_the_table(
+            browser, asgi_server, world.campaign.pk, world.owner.username, world.player.username
+        )
         first_block = f'#feed [data-turn="{first.pk}"]'
         # The player may not revert the other player's later turn: no button; the owner has one.
         expect(player.get_by_role("button", name="Undo from here")).to_have_count(0)
