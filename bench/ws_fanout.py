@@ -156,17 +156,22 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_servers(count: int, log_dir: str) -> list[tuple[subprocess.Popen, int]]:
+def start_servers(
+    count: int, log_dir: str, apps: list[str] | None = None
+) -> list[tuple[subprocess.Popen, int]]:
     """`count` Daphne processes on free ports, sharing this process's environment (database,
-    Redis, keys), each ready to accept connections."""
+    Redis, keys), each ready to accept connections; the i-th serves `apps[i]` (default: the app,
+    `config.asgi:application`; `bench/` is on their PYTHONPATH for the benchmarks' variants)."""
+    apps = apps or ["config.asgi:application"] * count
+    environment = {**os.environ, "PYTHONPATH": os.path.join(ROOT, "bench")}
     servers = []
     for i in range(count):
         port = free_port()
         with open(os.path.join(log_dir, f"daphne-{i}.log"), "w") as log:
             process = subprocess.Popen(
-                [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
-                + ["config.asgi:application"],
+                [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), apps[i]],
                 cwd=ROOT,
+                env=environment,
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )

@@ -2,14 +2,36 @@
 
 Websockets sit behind a same-origin check and `AuthMiddlewareStack` (session cookie), with
 `Authorization: Token` header auth for non-browser clients (`web.ws_auth`).
+
+HTTP runs the middleware chain and the view in one worker thread (`OneHopASGIHandler`).
 """
 
 import os
 
-from django.core.asgi import get_asgi_application
+import django
+from asgiref.sync import sync_to_async
+from django.core.handlers.asgi import ASGIHandler
+
+
+class OneHopASGIHandler(ASGIHandler):
+    """Django's ASGI handler with the middleware chain built synchronous and entered once.
+
+    Django builds an async chain under ASGI and crosses between the event loop and the request's
+    worker thread wherever a middleware is sync-only (WhiteNoise), for each sync
+    `process_request` / `process_view` / `process_response` of the others, and for the (sync)
+    view: a dozen crossings a request, each a hand-over through the event loop, which under load
+    is the busiest thread in the server. Every view here is synchronous, so the chain is built as
+    WSGI builds it and the event loop hands the request to the worker thread once (thread
+    sensitive: in the request's own thread, as Django's async path runs sync code)."""
+
+    def load_middleware(self, is_async: bool = False) -> None:
+        super().load_middleware(is_async=False)
+        self._middleware_chain = sync_to_async(self._middleware_chain, thread_sensitive=True)
+
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-django_asgi_app = get_asgi_application()
+django.setup(set_prefix=False)
+django_asgi_app = OneHopASGIHandler()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from asgiref.testing import ApplicationCommunicator
 from django.contrib.auth.models import Permission, User
 from django.db import connection, connections, transaction
 from django.test import Client
@@ -327,3 +328,27 @@ def run_gm_tasks(django_capture_on_commit_callbacks) -> Callable[[], list[Any]]:
             return run_due_tasks()
 
     return run
+
+
+async def asgi_http(app: Any, method: str, path: str, body: bytes = b"", headers: Any = ()) -> Any:
+    """One HTTP request straight into an ASGI app, as a server would send it:
+    (status, headers, whole body)."""
+    scope = {
+        "type": "http",
+        "method": method,
+        "path": path,
+        "query_string": b"",
+        "headers": [(b"host", b"testserver"), *headers],
+        "server": ("testserver", 80),
+        "scheme": "http",
+    }
+    communicator = ApplicationCommunicator(app, scope)
+    await communicator.send_input({"type": "http.request", "body": body})
+    start = await communicator.receive_output(timeout=10)
+    content = b""
+    while True:
+        chunk = await communicator.receive_output(timeout=10)
+        content += chunk.get("body", b"")
+        if not chunk.get("more_body"):
+            break
+    return start["status"], start["headers"], content

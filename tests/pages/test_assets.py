@@ -5,13 +5,12 @@ import re
 from pathlib import Path
 
 import pytest
-from asgiref.testing import ApplicationCommunicator
 from channels.routing import get_default_application
 from django.contrib.staticfiles import finders
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.test import Client
 
-from tests.conftest import World
+from tests.conftest import World, asgi_http
 
 
 def test_the_page_references_only_local_assets(world: World, player_client: Client):
@@ -61,16 +60,7 @@ def test_the_page_loads_one_entry_module_that_opens_the_live_connection():
 )
 async def test_the_asgi_app_serves_the_assets(path: str, content_type: str):
     app = ASGIStaticFilesHandler(get_default_application())
-    scope = {"type": "http", "method": "GET", "path": path, "query_string": b"", "headers": []}
-    communicator = ApplicationCommunicator(app, scope)
-    await communicator.send_input({"type": "http.request", "body": b""})
-    start = await communicator.receive_output(timeout=10)
-    body = b""
-    while True:
-        chunk = await communicator.receive_output(timeout=10)
-        body += chunk.get("body", b"")
-        if not chunk.get("more_body"):
-            break
-    assert start["status"] == 200
-    assert content_type in dict(start["headers"])[b"Content-Type"].decode()
+    status, headers, body = await asgi_http(app, "GET", path)
+    assert status == 200
+    assert content_type in dict(headers)[b"Content-Type"].decode()
     assert len(body) > 1000
