@@ -26,10 +26,10 @@ class OneHopASGIHandler(ASGIHandler):
     Django builds an async chain under ASGI and crosses between the event loop and the request's
     worker thread wherever a middleware is sync-only (WhiteNoise), for each sync
     `process_request` / `process_view` / `process_response` of the others, and for the (sync)
-    view: a dozen crossings a request, each a hand-over through the event loop, which under load
-    is the busiest thread in the server. Every view here is synchronous, so the chain is built as
-    WSGI builds it and the event loop hands the request to the worker thread once (thread
-    sensitive: in the request's own thread, as Django's async path runs sync code)."""
+    view: 16 crossings for a plain page, each a hand-over through the event loop, which under
+    load is the busiest thread in the server. Every view here is synchronous, so the chain is
+    built as WSGI builds it and the event loop hands the request to the worker thread once
+    (thread sensitive: in the request's own thread, as Django's async path runs sync code)."""
 
     def load_middleware(self, is_async: bool = False) -> None:
         super().load_middleware(is_async=False)
