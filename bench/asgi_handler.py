@@ -15,33 +15,17 @@ the requests' round trips; then the ratios, one-hop / Django's.
 A benchmark, not a test: it asserts no figure, only that every request got its expected answer.
 """
 
-import json
 import statistics
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 from typing import Any
 
 from _setup import django_on_postgres, sizes
-from ws_fanout import TIMEOUT, build_table, cpu_seconds, start_servers, stop_servers
+from table_load import _http
+from ws_fanout import build_table, cpu_seconds, start_servers, stop_servers
 
 VARIANTS = {"one-hop (ours)": "config.asgi:application", "Django's": "stock_asgi:application"}
-
-
-def request(port: int, token: str, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-    data = None if body is None else json.dumps(body).encode()
-    call = urllib.request.Request(f"http://127.0.0.1:{port}/api/{path}", data=data, method=method)
-    call.add_header("Authorization", f"Token {token}")
-    call.add_header("Accept", "application/json")
-    if data is not None:
-        call.add_header("Content-Type", "application/json")
-    try:
-        with urllib.request.urlopen(call, timeout=TIMEOUT) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        return error.code, error.read()[:200]
 
 
 def play(port: int, table: dict[str, Any], token: str, deadline: float, out: dict) -> None:
@@ -57,9 +41,9 @@ def play(port: int, table: dict[str, Any], token: str, deadline: float, out: dic
     turn = None
     while time.monotonic() < deadline:
         for method, path, body, expected in steps:
-            started = time.perf_counter()
-            status, answer = request(port, token, method, base + path.format(turn=turn), body)
-            out["ms"].append((time.perf_counter() - started) * 1000)
+            url = f"http://127.0.0.1:{port}/api/{base}{path.format(turn=turn)}"
+            status, answer, ms = _http(method, url, token, body)
+            out["ms"].append(ms)
             if status != expected:
                 out["problems"].append(f"{method} {path}: {status} {answer}")
                 return
