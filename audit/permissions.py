@@ -4,24 +4,21 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from guardian.core import ObjectPermissionChecker
-
 from audit.models import SecurityEvent
 from campaigns.models import Campaign
+from campaigns.permissions import runs_table
 from core.errors import Forbidden
-from core.permissions import is_audit_staff
 
 
-def may_revert(*, user: Any, campaign: Campaign, actor_id: int) -> bool:
-    """The original actor, the owner, a co-GM holding `revert_any_turn` on the campaign, or staff
-    holding `audit.revert_toolinvocation`. Cheap facts first: the first two cost no query."""
+def may_revert(*, user: Any, campaign: Campaign, actor_id: int | None) -> bool:
+    """The original actor, or whoever runs the table (`runs_table`: the owner, a co-GM holding
+    `revert_any_turn`, staff holding `audit.revert_toolinvocation`). Cheap facts first: the
+    actor and the owner cost no query."""
     if not getattr(user, "is_authenticated", False) or not user.is_active:
         return False
-    if user.pk in (actor_id, campaign.owner_id):
+    if user.pk == actor_id:
         return True
-    if is_audit_staff(user):
-        return True
-    return ObjectPermissionChecker(user).has_perm("revert_any_turn", campaign)
+    return runs_table(campaign=campaign, user=user)
 
 
 def may_approve(*, user: Any, campaign: Campaign, actor_id: int) -> bool:
@@ -31,13 +28,9 @@ def may_approve(*, user: Any, campaign: Campaign, actor_id: int) -> bool:
     AI acts for does not sign off on it. Cheap facts first, as in `may_revert`."""
     if not getattr(user, "is_authenticated", False) or not user.is_active:
         return False
-    if user.pk == campaign.owner_id:
-        return True
-    if user.pk == actor_id:
+    if user.pk == actor_id and user.pk != campaign.owner_id:
         return False
-    if is_audit_staff(user):
-        return True
-    return ObjectPermissionChecker(user).has_perm("revert_any_turn", campaign)
+    return runs_table(campaign=campaign, user=user)
 
 
 def may_reject(*, user: Any, campaign: Campaign, actor_id: int) -> bool:
@@ -88,10 +81,13 @@ def authorize_revert(
 
 @contextmanager
 def recording_denials(*, user: Any, ip: str | None) -> Iterator[None]:
-    """Wrap a service call (outside its transaction): every Forbidden leaves a SecurityEvent."""
+    """Wrap a service call (outside its transaction): every Forbidden leaves a SecurityEvent,
+    once (a denial the service has already recorded says so: `recorded`)."""
     try:
         yield
     except Forbidden as denial:
+        if denial.extra.get("recorded"):
+            raise
         SecurityEvent.objects.create(
             kind=denial.extra.get("kind", SecurityEvent.Kind.REVERT_DENIED),
             user=user if getattr(user, "is_authenticated", False) else None,

@@ -8,10 +8,14 @@ view wraps its checks in `recording_denials` and every 403 leaves a `SecurityEve
 from typing import Any
 
 from audit.models import SecurityEvent
-from audit.permissions import may_revert
 from campaigns.models import Campaign, Creature
+from campaigns.permissions import may_act_on, runs_table
 from campaigns.selectors import is_member
 from core.errors import Forbidden
+
+# The token's drag is the world's one rule for acting on a creature (`may_act_on`); the map
+# (web/board.py) marks tokens with it under this name.
+may_move_token = may_act_on
 
 
 def require_owner(*, campaign: Campaign, user: Any, action: str) -> None:
@@ -51,19 +55,6 @@ def require_may_create_creature(
             campaign=campaign,
             target="creature_create",
         )
-
-
-def runs_table(*, campaign: Campaign, user: Any) -> bool:
-    """The owner and the co-GMs (members holding `revert_any_turn`, the grant that makes a member
-    a co-GM) run the table: their hand moves any token and calls any tool. The one revert policy
-    answers it (`may_revert` for no one's turn)."""
-    return may_revert(user=user, campaign=campaign, actor_id=None)
-
-
-def may_move_token(*, kind: str, controlled_by_id: Any, user_id: Any, gm: bool) -> bool:
-    """A player moves their own PC; the owner and co-GMs (`gm`: `runs_table`) move any token.
-    The one rule: the API enforces it and the map (drawn by the server) marks tokens with it."""
-    return gm or (kind == Creature.Kind.PC and controlled_by_id == user_id)
 
 
 def require_may_move_token(*, campaign: Campaign, user: Any, creature: Creature) -> None:
