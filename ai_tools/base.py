@@ -1,6 +1,6 @@
-"""What a tool is. One class per tool declares its name, tier, schema, description and example
-inputs, and the methods the audited dispatch calls: `authorize`, `write_set`, `snapshot`,
-`apply`, `revert`.
+"""What a tool is. One class per tool declares its name, tier, reach, schema, description and
+example inputs, and the methods the audited dispatch calls: `authorize`, `write_set`,
+`snapshot`, `apply`, `revert`.
 
 The default snapshot/revert capture and restore the entities named by `write_set` (plus what
 `apply` reports it created). A tool overrides them only when its pre-state is not a set of rows.
@@ -10,6 +10,7 @@ import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, ClassVar, TypeVar
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -19,6 +20,7 @@ from jsonschema.exceptions import best_match
 
 from ai_tools import entities
 from campaigns.models import Campaign, Creature, Turn
+from campaigns.permissions import may_act_on
 
 T = TypeVar("T")
 
@@ -72,6 +74,27 @@ class Tier(models.TextChoices):
     LOW = "low"
 
 
+class Reach(StrEnum):
+    """Who may make a write tool's call (least privilege), beside its tier (its blast radius).
+    Whoever has the GM's powers (`Powers.gm`: the GM itself, the owner, a co-GM) may make any
+    call; a player only a call of an `OWN_CHARACTER` tool, on creatures they control. The matrix
+    is docs/tools.md#who-may-call-what."""
+
+    GM = "gm"
+    OWN_CHARACTER = "own_character"
+
+
+@dataclass(frozen=True)
+class Powers:
+    """Whose rights a call runs with. The GM's own calls (the model at the GM's seat) have the
+    GM's powers whoever's turn it answers; any other call has the powers of the person who makes
+    it (`person_id`), which are the GM's if that person runs the table. Decided by the dispatch
+    (`audit.services.dispatch`), once per call."""
+
+    gm: bool
+    person_id: Any = None
+
+
 @dataclass(frozen=True)
 class Ref:
     """An id in the example world (tests/conftest.py `World`): `Ref("goblin")` is the goblin's
@@ -98,7 +121,17 @@ def resolve_refs(value: Any, pk_of: Callable[[Ref], Any]) -> Any:
 
 
 class ToolError(Exception):
-    """A refusal the model should read: bad ids, game rules, least privilege."""
+    """A refusal the model should read: bad ids, game rules."""
+
+
+class ToolForbidden(ToolError):
+    """A refusal by least privilege: the call's powers do not reach what it would touch. The
+    dispatch logs it as a failed row, records a security event and answers 403; `target` names
+    what was refused (`tool:<name>`, `creature:<id>`)."""
+
+    def __init__(self, message: str, *, target: str) -> None:
+        super().__init__(message)
+        self.target = target
 
 
 @dataclass
@@ -108,6 +141,8 @@ class ToolContext:
     turn: Turn | None = None
     # The GM's tool_use this call answers (blank for the REST API and the page).
     tool_use_id: str = ""
+    # Whose rights the call runs with; without, the actor's as a player (the least).
+    powers: Powers | None = None
     created: list[str] = field(default_factory=list)
     _creatures: dict[int, Creature] = field(default_factory=dict, repr=False)
     _resolved: dict[str, Any] = field(default_factory=dict, repr=False)
@@ -158,18 +193,18 @@ class ToolContext:
             self._resolved[name] = resolve()
         return self._resolved[name]
 
-    def may_manage(self, creature: Creature) -> bool:
-        if creature.kind != Creature.Kind.PC:
-            return True
-        return self.actor.pk in (creature.controlled_by_id, self.campaign.owner_id)
+    def __post_init__(self) -> None:
+        if self.powers is None:
+            self.powers = Powers(gm=False, person_id=self.actor.pk)
 
-    def require_manage(self, creature: Creature, what: str) -> None:
-        """Least privilege: a PC's inventory and resources belong to its player and the owner."""
-        if not self.may_manage(creature):
-            raise ToolError(
-                f"{creature.name} is another player's character: only its player or the "
-                f"campaign owner may change its {what}."
-            )
+    def may_act_on(self, creature: Creature) -> bool:
+        """Whether this call's powers reach `creature` (the world's one rule, `may_act_on`)."""
+        return may_act_on(
+            kind=creature.kind,
+            controlled_by_id=creature.controlled_by_id,
+            user_id=self.powers.person_id,
+            gm=self.powers.gm,
+        )
 
 
 class Tool:
@@ -199,6 +234,9 @@ class WriteTool(Tool):
     """A tool that changes the world: audited, tiered by blast radius, and undoable."""
 
     tier: ClassVar[Tier | None] = None
+    # Who may call it (least privilege): the GM's powers unless the tool says players may too,
+    # on their own character (`targets` then names the creatures a call acts on).
+    reach: ClassVar[Reach] = Reach.GM
     # Valid inputs against the example world, one per way the tool is used. The system check
     # refuses a write tool without any, and the tests run every one (round trip, bad input,
     # write-set contract, the property test), so a new tool is tested by declaring them.
@@ -208,8 +246,30 @@ class WriteTool(Tool):
 
     def authorize(self, ctx: ToolContext, data: dict[str, Any]) -> None:
         """Least privilege, the dispatch's first step for every call (before `write_set`,
-        `snapshot` and `apply`, which may then assume it): raise ToolError when the actor may
-        not make this call. Most tools let any member act."""
+        `snapshot` and `apply`, which may then assume it): ToolForbidden unless the call's
+        powers reach it. The GM's powers reach every call; a player's only an `OWN_CHARACTER`
+        tool's, and only when every creature it acts on is theirs. The same rule as a player's
+        own hand (`campaigns.permissions.may_act_on`)."""
+        if ctx.powers.gm:
+            return
+        if self.reach is not Reach.OWN_CHARACTER:
+            raise ToolForbidden(
+                f"Only the GM (the campaign owner or a co-GM) may use {self.name}; a player's "
+                "calls act on their own character.",
+                target=f"tool:{self.name}",
+            )
+        for creature in self.targets(ctx, data):
+            if not ctx.may_act_on(creature):
+                raise ToolForbidden(
+                    f"{creature.name} is not your character: a player's {self.name} acts on "
+                    "their own character only.",
+                    target=entities.key("creature", creature.pk),
+                )
+
+    def targets(self, ctx: ToolContext, data: dict[str, Any]) -> list[Creature]:
+        """The creatures a call acts on, which a player must control. Every `OWN_CHARACTER`
+        tool says (the system check refuses one that does not); resolving them validates ids."""
+        return []
 
     def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
         """Keys of the existing entities `apply` will write (the tests hold `apply` to them plus

@@ -6,7 +6,7 @@ from django.core.checks import Error, register
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from ai_tools.base import Ref, Tier, WriteTool, resolve_refs
+from ai_tools.base import Reach, Ref, Tier, WriteTool, resolve_refs
 from ai_tools.registry import write_tools
 
 
@@ -27,6 +27,11 @@ def tool_errors(tool: WriteTool) -> list[str]:
         problems.append("has no revert")
     if type(tool).apply is WriteTool.apply:
         problems.append("has no apply")
+    if not isinstance(tool.reach, Reach):
+        problems.append("has no reach")
+    elif tool.reach is Reach.OWN_CHARACTER and type(tool).targets is WriteTool.targets:
+        # Without `targets` a player's call would be checked against no creature at all.
+        problems.append("lets players call it on their own character but names no targets")
     return problems + _example_errors(tool)
 
 

@@ -29,6 +29,16 @@ class Forbidden(AppError, status=403, detail="You do not have permission to perf
     """A member without the right; `extra` carries what the security log records."""
 
 
+class CallRefused(Forbidden, status=403, detail="This tool call was refused."):
+    """A tool call least privilege refused, already on record: `invocation` is its failed log
+    row, and the dispatch wrote its security event in the same transaction (so no surface
+    records it again)."""
+
+    def __init__(self, detail: str, *, invocation: Any) -> None:
+        super().__init__(detail, recorded=True)
+        self.invocation = invocation
+
+
 class Conflict(AppError, status=409, detail="Conflict."):
     """Later work is in the way; `conflicts` names it (the invocations' ids)."""
 

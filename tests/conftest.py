@@ -209,9 +209,11 @@ def dump(campaign: Campaign) -> str:
 
 
 def call(world: World, tool_name: str, data: Any, **extra: Any) -> ToolInvocation:
-    """A tool call through the audited dispatch in the world's campaign, by the owner unless
-    `actor` says otherwise; `extra` goes to the dispatch (turn, model, source, ...)."""
+    """A tool call through the audited dispatch in the world's campaign, as the GM makes it
+    (source `gm`: the GM's powers, docs/tools.md) on the owner's turn unless `actor` says
+    otherwise; `extra` goes to the dispatch (turn, model, source, ...)."""
     extra.setdefault("actor", world.owner)
+    extra.setdefault("source", InvocationOrigin.GM)
     return invocation_dispatch(campaign=world.campaign, tool_name=tool_name, input=data, **extra)
 
 

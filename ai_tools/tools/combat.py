@@ -3,7 +3,7 @@
 from typing import Any
 
 from ai_tools import entities
-from ai_tools.base import Ref, Tier, ToolContext, ToolError, WriteTool
+from ai_tools.base import Reach, Ref, Tier, ToolContext, ToolError, WriteTool
 from ai_tools.registry import register
 from ai_tools.tools.schema import CREATURE_IDS, obj
 from campaigns.models import Creature, Encounter
@@ -113,14 +113,22 @@ class EndCombat(WriteTool):
 
 @register
 class AdvanceTurn(WriteTool):
-    """Next combatant; the round goes up when the order wraps."""
+    """Next combatant; the round goes up when the order wraps. A player may end their own
+    character's turn (the creature acting now is theirs), as at a table."""
 
     name = "advance_turn"
     tier = Tier.MEDIUM
+    reach = Reach.OWN_CHARACTER
     description = "Advance combat to the next creature in initiative order."
     schema = obj({})
     examples = ({},)
     example_setup = ("start_combat",)
+
+    def targets(self, ctx: ToolContext, data: dict[str, Any]) -> list[Creature]:
+        encounter = active_encounter(ctx)
+        if not 0 <= encounter.turn_index < len(encounter.order):
+            raise ToolError("No creature is acting now.")
+        return [ctx.creature(encounter.order[encounter.turn_index]["creature_id"])]
 
     def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
         return [entities.key("encounter", active_encounter(ctx).pk)]

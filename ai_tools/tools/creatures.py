@@ -3,7 +3,7 @@
 from typing import Any, ClassVar
 
 from ai_tools import entities
-from ai_tools.base import Ref, Tier, ToolContext, ToolError, WriteTool
+from ai_tools.base import Reach, Ref, Tier, ToolContext, ToolError, WriteTool
 from ai_tools.registry import register
 from ai_tools.tools.schema import CONDITIONS, COORD, DELTA, HP, ID, NAME, obj
 from campaigns.models import Creature, InventoryItem
@@ -16,6 +16,7 @@ class ModifyCreature(WriteTool):
 
     name = "modify_creature"
     tier = Tier.CRITICAL
+    reach = Reach.OWN_CHARACTER
     description = (
         "Change a creature's hit points, temporary HP, conditions or death saves. Negative "
         "hp_delta is damage (temporary HP absorbs it first), positive is healing; HP stays "
@@ -63,6 +64,9 @@ class ModifyCreature(WriteTool):
         if problem is None and not any(field in data for field in self.CHANGES):
             return f"input: nothing to change; give at least one of {', '.join(self.CHANGES)}."
         return problem
+
+    def targets(self, ctx: ToolContext, data: dict[str, Any]) -> list[Creature]:
+        return [ctx.creature(data["creature_id"])]
 
     def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
         return [entities.key("creature", ctx.creature(data["creature_id"]).pk, "vitals")]
@@ -175,9 +179,13 @@ class MoveToken(WriteTool):
 
     name = "move_token"
     tier = Tier.LOW
+    reach = Reach.OWN_CHARACTER
     description = "Move a creature's token to map cell (x, y)."
     schema = obj({"creature_id": ID, "x": COORD, "y": COORD}, ("creature_id", "x", "y"))
     examples = ({"creature_id": Ref("hero"), "x": 3, "y": 4},)
+
+    def targets(self, ctx: ToolContext, data: dict[str, Any]) -> list[Creature]:
+        return [ctx.creature(data["creature_id"])]
 
     def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
         return [entities.key("creature", ctx.creature(data["creature_id"]).pk, "position")]
@@ -195,14 +203,13 @@ class MoveToken(WriteTool):
 
 @register
 class GiveItem(WriteTool):
-    """Adds or (with a negative quantity) removes inventory; a PC's gear is its player's."""
+    """Adds or (with a negative quantity) removes inventory; a player changes their own
+    character's."""
 
     name = "give_item"
     tier = Tier.MEDIUM
-    description = (
-        "Give a creature a quantity of an item; a negative quantity takes items away. Only the "
-        "character's player or the campaign owner may change a player character's inventory."
-    )
+    reach = Reach.OWN_CHARACTER
+    description = "Give a creature a quantity of an item; a negative quantity takes items away."
     schema = obj(
         {
             "creature_id": ID,
@@ -221,8 +228,8 @@ class GiveItem(WriteTool):
         {"creature_id": Ref("goblin"), "item": "gem", "quantity": 1},
     )
 
-    def authorize(self, ctx: ToolContext, data: dict[str, Any]) -> None:
-        ctx.require_manage(ctx.creature(data["creature_id"]), "inventory")
+    def targets(self, ctx: ToolContext, data: dict[str, Any]) -> list[Creature]:
+        return [ctx.creature(data["creature_id"])]
 
     @staticmethod
     def _item(ctx: ToolContext, data: dict[str, Any]) -> InventoryItem | None:

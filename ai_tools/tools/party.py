@@ -3,7 +3,7 @@
 from typing import Any
 
 from ai_tools import entities
-from ai_tools.base import Ref, Tier, ToolContext, ToolError, WriteTool
+from ai_tools.base import Reach, Ref, Tier, ToolContext, ToolError, WriteTool
 from ai_tools.registry import register
 from ai_tools.tools.schema import CREATURE_IDS, ID, NAME, obj
 from campaigns.models import Creature, Resource, ResourceEvent
@@ -11,14 +11,12 @@ from campaigns.models import Creature, Resource, ResourceEvent
 
 @register
 class ConsumeResource(WriteTool):
-    """Spends a resource (spell slot, ki, hit die). A PC's resources are its player's."""
+    """Spends a resource (spell slot, ki, hit die). A player may spend their own character's."""
 
     name = "consume_resource"
     tier = Tier.HIGH
-    description = (
-        "Spend `amount` of a creature's named resource. Fails if it has not enough. Only the "
-        "character's player or the campaign owner may spend a player character's resources."
-    )
+    reach = Reach.OWN_CHARACTER
+    description = "Spend `amount` of a creature's named resource. Fails if it has not enough."
     schema = obj(
         {
             "creature_id": ID,
@@ -29,8 +27,8 @@ class ConsumeResource(WriteTool):
     )
     examples = ({"creature_id": Ref("hero"), "resource": "spell_slot", "amount": 1},)
 
-    def authorize(self, ctx: ToolContext, data: dict[str, Any]) -> None:
-        ctx.require_manage(ctx.creature(data["creature_id"]), "resources")
+    def targets(self, ctx: ToolContext, data: dict[str, Any]) -> list[Creature]:
+        return [ctx.creature(data["creature_id"])]
 
     def _resource(self, ctx: ToolContext, data: dict[str, Any]) -> Resource:
         creature = ctx.creature(data["creature_id"])
@@ -65,11 +63,12 @@ class ConsumeResource(WriteTool):
 
 @register
 class Rest(WriteTool):
-    """Short or long rest. Without creature_ids it rests every PC the actor may manage: all of
-    them for the owner, a player's own characters otherwise (least privilege)."""
+    """Short or long rest. Without creature_ids it rests every PC the call's powers reach: all
+    of them for the GM, a player's own characters otherwise (least privilege)."""
 
     name = "rest"
     tier = Tier.HIGH
+    reach = Reach.OWN_CHARACTER
     description = (
         "The party rests. A short rest restores short-rest resources; a long rest restores all "
         "rechargeable resources, hit points, and clears temporary HP and death saves."
@@ -83,16 +82,15 @@ class Rest(WriteTool):
     )
     examples = ({"kind": "long"}, {"kind": "long", "creature_ids": [Ref("hero")]})
 
-    def authorize(self, ctx: ToolContext, data: dict[str, Any]) -> None:
-        for creature_id in data.get("creature_ids", []):
-            ctx.require_manage(ctx.creature(creature_id), "resources")
+    def targets(self, ctx: ToolContext, data: dict[str, Any]) -> list[Creature]:
+        return self._creatures(ctx, data)
 
     def _creatures(self, ctx: ToolContext, data: dict[str, Any]) -> list[Creature]:
-        """The named creatures, or else every PC the actor may manage (least privilege)."""
+        """The named creatures, or else every PC the call's powers reach (least privilege)."""
         if "creature_ids" in data:
             return [ctx.creature(cid) for cid in data["creature_ids"]]
         pcs = Creature.objects.filter(campaign_id=ctx.campaign.pk, kind=Creature.Kind.PC)
-        return ctx.once("party", lambda: [c for c in pcs.order_by("pk") if ctx.may_manage(c)])
+        return ctx.once("party", lambda: [c for c in pcs.order_by("pk") if ctx.may_act_on(c)])
 
     @staticmethod
     def _recharges(kind: str) -> list[str]:

@@ -22,13 +22,12 @@ from django.dispatch import Signal
 from django.utils import timezone
 
 from ai_tools import registry
-from ai_tools.base import ToolContext
 from audit.chain import transitions_append
 from audit.models import ToolInvocation
 from audit.permissions import authorize_approval, recording_denials
 from audit.selectors import invocation_get
 from audit.services.common import ToolFailed, campaign_lock
-from audit.services.dispatch import approved_call_run
+from audit.services.dispatch import approved_call_run, held_call_context
 from audit.services.preview import call_preview, preview_is_stale
 from campaigns.models import Campaign
 from campaigns.realtime import EventSource, broadcast_on_commit, event
@@ -168,7 +167,7 @@ def _fresh_preview(campaign: Campaign, row: ToolInvocation) -> dict[str, Any]:
     """The preview as of now. A call its tool would now refuse has nothing to preview: the
     approval goes ahead and the run records the refusal as a `failed` row."""
     tool = registry.write_tool(row.tool_name)
-    ctx = ToolContext(campaign=campaign, actor=row.user, turn=row.turn)
+    ctx = held_call_context(row, campaign)
     reason = (row.preview or {}).get("reason", "")
     try:
         return call_preview(tool, ctx, row.input, reason=reason)

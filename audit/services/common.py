@@ -9,7 +9,7 @@ from django.db import connection, models
 from django.dispatch import Signal
 
 from ai_tools import entities
-from ai_tools.base import ToolError, WriteTool
+from ai_tools.base import ToolError, ToolForbidden, WriteTool
 from audit.chain import chain_tip
 from audit.models import ToolInvocation, WriteSetEntry
 from campaigns.models import Campaign, Turn
@@ -30,11 +30,21 @@ class ToolFailed(Exception):
     """The tool refused or broke; its mutation is rolled back and a `failed` row is written."""
 
 
+class ToolRefused(ToolFailed):
+    """Least privilege refused the call (`ToolForbidden`): a failed row and a security event."""
+
+    def __init__(self, message: str, *, target: str) -> None:
+        super().__init__(message)
+        self.target = target
+
+
 def guarded(tool: WriteTool, method: Callable[..., T], *args: Any) -> T:
     """Run a tool method; its refusals and crashes become `ToolFailed`, which rolls back the
     whole dispatch transaction (so no savepoint is needed here)."""
     try:
         return method(*args)
+    except ToolForbidden as exc:
+        raise ToolRefused(str(exc), target=exc.target) from exc
     except ToolError as exc:
         raise ToolFailed(str(exc)) from exc
     except Exception as exc:

@@ -11,15 +11,23 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from ai_tools import entities, registry
-from ai_tools.base import ToolContext, WriteTool
+from ai_tools.base import Powers, ToolContext, WriteTool
 from audit.approval import needs_approval
 from audit.chain import seal
-from audit.models import InvocationOrigin, ToolInvocation
-from audit.services.common import ToolFailed, call_held, campaign_lock, guarded, log_append_sql
+from audit.models import InvocationOrigin, SecurityEvent, ToolInvocation
+from audit.services.common import (
+    ToolFailed,
+    ToolRefused,
+    call_held,
+    campaign_lock,
+    guarded,
+    log_append_sql,
+)
 from audit.services.preview import call_preview
 from campaigns.models import Campaign, Turn
+from campaigns.permissions import runs_table
 from campaigns.realtime import EventSource, broadcast_on_commit, event
-from core.errors import AuditLogFailure, Conflict, InvalidInput
+from core.errors import AuditLogFailure, CallRefused, Conflict, InvalidInput
 from core.faults import UNAVAILABLE_DETAIL, is_unavailable
 
 logger = logging.getLogger(__name__)
@@ -59,6 +67,7 @@ def invocation_dispatch(
     source: InvocationOrigin = InvocationOrigin.API,
     requested_by: Any = None,
     tool_use_id: str = "",
+    ip: str | None = None,
 ) -> ToolInvocation:
     """Run one write tool call under the write-ahead log.
 
@@ -75,6 +84,12 @@ def invocation_dispatch(
     Provenance (SPEC §5): `actor` is whose turn it is; `requested_by` is the person who made the
     call. It is stored only when that is someone else (the owner posting into a player's turn),
     so a null `requested_by` always means "the actor, or the GM on the actor's turn".
+
+    Least privilege (docs/tools.md#who-may-call-what): the call runs with the powers of the
+    person who makes it (`requested_by`, else `actor`), or the GM's for the GM's own calls
+    (source `gm`). A call those powers do not reach is refused before anything else happens,
+    held or not: a `failed` row and a `tool_call_denied` security event (from `ip`) in one
+    transaction, then CallRefused (403).
 
     A call the campaign's approval policy holds back (`audit.approval.needs_approval`; never a
     person's own hand, source `user`) does not run: its row is written `awaiting_approval`
@@ -109,16 +124,28 @@ def invocation_dispatch(
         with transaction.atomic(durable=True):
             locked = campaign_lock(campaign.pk)
             checked = _refuse_if_undone_early(turn)
-            ctx = ToolContext(campaign=locked, actor=actor, turn=turn)
+            powers = _powers(locked, caller=requested_by or actor, source=source)
+            ctx = ToolContext(campaign=locked, actor=actor, turn=turn, powers=powers)
             held = _held(locked, tool, model, source)
             if held is not None:
                 return _pause(tool, ctx, row_fields, locked, reason=held, turn_checked=checked)
             row = _new_row(row_fields, locked, status=ToolInvocation.Status.COMMITTED)
             event_seq = _run(tool, ctx, row, after=locked.event_seq)
             _append(row, locked, event_seq=event_seq, turn_checked=checked)
+    except ToolRefused as refusal:
+        row = _record_failed(row_fields, str(refusal), refusal=refusal, ip=ip)
+        raise CallRefused(row.error, invocation=row.pk) from refusal
     except ToolFailed as failure:
         return _record_failed(row_fields, str(failure))
     return row
+
+
+def _powers(campaign: Campaign, *, caller: Any, source: str) -> Powers:
+    """Whose rights a call runs with: the GM's for the GM's own calls, else those of the person
+    who makes it (the GM's too when that person runs the table)."""
+    if source == InvocationOrigin.GM:
+        return Powers(gm=True)
+    return Powers(gm=runs_table(campaign=campaign, user=caller), person_id=caller.pk)
 
 
 def _held(locked: Campaign, tool: WriteTool, model: str, source: str) -> str | None:
@@ -193,16 +220,24 @@ def approved_call_run(held: ToolInvocation, locked: Campaign) -> ToolInvocation:
     savepoint = transaction.savepoint()
     try:
         row = _new_row(fields, locked, status=ToolInvocation.Status.COMMITTED)
-        ctx = ToolContext(campaign=locked, actor=held.user, turn=held.turn)
-        event_seq = _run(tool, ctx, row, after=locked.event_seq)
+        event_seq = _run(tool, held_call_context(held, locked), row, after=locked.event_seq)
         _append(row, locked, event_seq=event_seq, turn_checked=checked)
     except ToolFailed as failure:
         transaction.savepoint_rollback(savepoint)
         row = _new_row(fields, locked, status=ToolInvocation.Status.FAILED, error=str(failure))
         _append(row, locked, event_seq=locked.event_seq, turn_checked=True)
+        if isinstance(failure, ToolRefused):
+            _record_refusal(row, failure, ip=None)
     else:
         transaction.savepoint_commit(savepoint)
     return row
+
+
+def held_call_context(held: ToolInvocation, locked: Campaign) -> ToolContext:
+    """The context a held call runs (or is previewed again) in: its turn's, with the powers it
+    was asked with, as they stand now (a co-GM demoted meanwhile no longer has the GM's)."""
+    powers = _powers(locked, caller=held.requested_by or held.user, source=held.source)
+    return ToolContext(campaign=locked, actor=held.user, turn=held.turn, powers=powers)
 
 
 # What the approved call's row takes over from the held one.
@@ -277,13 +312,30 @@ def _refuse_if_undone_early(turn: Turn | None) -> bool:
     return True
 
 
-def _record_failed(fields: dict[str, Any], error: str) -> ToolInvocation:
+def _record_failed(
+    fields: dict[str, Any], error: str, *, refusal: ToolRefused | None = None, ip: str | None = None
+) -> ToolInvocation:
+    """The `failed` row, in a transaction of its own; a refusal's security event with it."""
     with transaction.atomic(durable=True):
         locked = campaign_lock(fields["campaign_id"])
         checked = _refuse_if_undone_early(fields["turn"])
         row = _new_row(fields, locked, status=ToolInvocation.Status.FAILED, error=error)
         _append(row, locked, event_seq=locked.event_seq, turn_checked=checked)
+        if refusal is not None:
+            _record_refusal(row, refusal, ip=ip)
         return row
+
+
+def _record_refusal(row: ToolInvocation, refusal: ToolRefused, *, ip: str | None) -> None:
+    """Who tried (the caller: the person who posted it, else the turn's actor), on what."""
+    SecurityEvent.objects.create(
+        kind=SecurityEvent.Kind.TOOL_CALL_DENIED,
+        user_id=row.requested_by_id or row.user_id,
+        campaign_id=row.campaign_id,
+        target=refusal.target,
+        ip=ip,
+        detail={"message": str(refusal), "invocation": str(row.pk), "tool": row.tool_name},
+    )
 
 
 def _run(tool: WriteTool, ctx: ToolContext, row: ToolInvocation, *, after: int) -> int:

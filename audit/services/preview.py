@@ -31,6 +31,7 @@ def call_preview(tool: WriteTool, ctx: ToolContext, data: Any, *, reason: str) -
         actor=ctx.actor,
         turn=ctx.turn,
         tool_use_id=ctx.tool_use_id,
+        powers=ctx.powers,
     )
     savepoint = transaction.savepoint()
     try:

@@ -14,7 +14,7 @@ from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from core.errors import AppError, Conflict, StalePreview
+from core.errors import AppError, CallRefused, Conflict, StalePreview
 from core.faults import RETRY_AFTER_SECONDS, UNAVAILABLE_DETAIL, is_unavailable
 
 logger = logging.getLogger(__name__)
@@ -62,6 +62,8 @@ def _app_error_body(exc: AppError) -> dict[str, Any]:
         body["conflicts"] = [str(c) for c in exc.conflicts]
     if isinstance(exc, StalePreview):
         body["preview"] = exc.preview
+    if isinstance(exc, CallRefused):
+        body["invocation"] = str(exc.invocation)
     return body
 
 
@@ -87,6 +89,12 @@ class ErrorSerializer(serializers.Serializer):
 class ValidationErrorSerializer(ErrorSerializer):
     errors = serializers.JSONField(
         required=False, help_text="The refused fields, each with its messages."
+    )
+
+
+class RefusedSerializer(ErrorSerializer):
+    invocation = serializers.UUIDField(
+        required=False, help_text="A refused tool call's failed log row (least privilege)."
     )
 
 

@@ -5,7 +5,7 @@ from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 
 from ai_tools import registry
-from ai_tools.base import Ref, Tier, WriteTool
+from ai_tools.base import Reach, Ref, Tier, WriteTool
 from ai_tools.checks import check_write_tools
 from ai_tools.tools.schema import ID, obj
 
@@ -53,6 +53,28 @@ def test_an_example_the_schema_refuses_fails_the_check(monkeypatch):
     assert [error.msg for error in check_write_tools()] == [
         "Write tool 'misdeclared_tool' has an example its schema refuses "
         "(input: Additional properties are not allowed ('colour' was unexpected))."
+    ]
+
+
+def test_a_tool_players_may_call_without_targets_fails_the_check(monkeypatch):
+    """A player's call is checked against the creatures `targets` names: a tool that lets
+    players call it but names none would let them act on anything."""
+
+    class Untargeted(WriteTool):
+        name = "untargeted_tool"
+        tier = Tier.LOW
+        reach = Reach.OWN_CHARACTER
+        description = "Players may call it, but it never says on whom."
+        schema = obj({"creature_id": ID}, ("creature_id",))
+        examples = ({"creature_id": Ref("hero")},)
+
+        def apply(self, ctx, data):
+            return {}
+
+    monkeypatch.setitem(registry._write_tools, Untargeted.name, Untargeted())
+    assert [error.msg for error in check_write_tools()] == [
+        "Write tool 'untargeted_tool' lets players call it on their own character but names "
+        "no targets."
     ]
 
 

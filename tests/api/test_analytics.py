@@ -10,7 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit.chain import transitions_append
-from audit.models import SecurityEvent, ToolInvocation
+from audit.models import InvocationOrigin, SecurityEvent, ToolInvocation
 from audit.services import invocation_dispatch, invocation_revert, turn_undo
 from audit.services.common import campaign_lock
 from campaigns.models import Campaign
@@ -36,6 +36,7 @@ KEYS = {
 def dispatch(world: World, turn: Any, tool: str, data: Any, model: str, **extra: Any):
     extra.setdefault("campaign", world.campaign)
     extra.setdefault("actor", turn.actor if turn else world.owner)
+    extra.setdefault("source", InvocationOrigin.GM)  # the models' calls, on players' turns
     return invocation_dispatch(tool_name=tool, input=data, turn=turn, model=model, **extra)
 
 

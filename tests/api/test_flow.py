@@ -54,7 +54,7 @@ def test_undoing_a_turn_over_http_restores_the_state_and_a_second_undo_skips_all
         player.post(
             base + "turns/", {"message": "I fight the wolf.", "run_gm": False}, format="json"
         )
-    )  # the agent below plays the GM: its three tool calls are the whole turn
+    )  # the GM's agent below answers it: its three tool calls are the whole turn
     calls = [
         (
             "modify_creature",
@@ -66,7 +66,7 @@ def test_undoing_a_turn_over_http_restores_the_state_and_a_second_undo_skips_all
     invocation_ids = []
     for tool, tool_input in calls:
         body = created(
-            player.post(
+            gm.post(
                 base + f"turns/{turn['id']}/tool-calls/",
                 {"tool": tool, "input": tool_input, "model": "script/1"},
                 format="json",

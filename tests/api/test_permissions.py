@@ -52,7 +52,7 @@ def perform(client, world, played, action):
     if action == "tool_call":
         return client.post(
             campaign_url(world, f"turns/{turn.pk}/tool-calls/"),
-            {"tool": "set_scene", "input": {"description": "Rain."}},
+            {"tool": "move_token", "input": {"creature_id": world.hero.pk, "x": 7, "y": 7}},
             format="json",
         )
     make_user("newbie")

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from audit.models import SecurityEvent, ToolInvocation
+from audit.models import InvocationOrigin, SecurityEvent, ToolInvocation
 from audit.services import invocation_dispatch
 from tests.api.conftest import campaign_url, client_for
 
@@ -23,6 +23,7 @@ def hit_goblin(world, actor, delta: int) -> ToolInvocation:
         turn=world.turn(actor),
         tool_name="modify_creature",
         input={"creature_id": world.goblin.pk, "hp_delta": delta},
+        source=InvocationOrigin.GM,
     )
     assert row.status == ToolInvocation.Status.COMMITTED
     return row

@@ -2,7 +2,7 @@
 
 import pytest
 
-from audit.models import ToolInvocation
+from audit.models import InvocationOrigin, ToolInvocation
 from audit.services import invocation_dispatch
 from campaigns.services import turn_create
 from tests.api.conftest import campaign_url, dump, log_dump, play_turn
@@ -26,6 +26,7 @@ def damage_then_kill(world):
                 turn=turn,
                 tool_name="modify_creature",
                 input={"creature_id": world.goblin.pk, "hp_delta": delta},
+                source=InvocationOrigin.GM,
             )
         )
     return rows

@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ai_tools import entities, registry
-from ai_tools.base import ToolContext
-from audit.models import ToolInvocation
+from ai_tools.base import Powers, ToolContext
+from audit.models import InvocationOrigin, ToolInvocation
 from audit.services import invocation_dispatch
 from audit.services.common import ToolFailed, campaign_lock
 from audit.services.preview import call_preview
@@ -20,7 +20,7 @@ from tests.conftest import build_world, dump, rolled_back
 def preview_now(world, tool_name, data, actor):
     with transaction.atomic():
         locked = campaign_lock(world.campaign.pk)
-        ctx = ToolContext(campaign=locked, actor=actor)
+        ctx = ToolContext(campaign=locked, actor=actor, powers=Powers(gm=True))
         try:
             return call_preview(registry.write_tool(tool_name), ctx, data, reason="test")
         except ToolFailed:
@@ -40,7 +40,11 @@ def test_previewing_any_call_in_any_state_changes_nothing(db, data):
         preview = preview_now(world, name, payload, actor)
         assert dump(world.campaign) == before
         row = invocation_dispatch(
-            campaign=world.campaign, actor=actor, tool_name=name, input=payload
+            campaign=world.campaign,
+            actor=actor,
+            tool_name=name,
+            input=payload,
+            source=InvocationOrigin.GM,
         )
         assert (preview is None) == (row.status == ToolInvocation.Status.FAILED)
         if preview is not None:

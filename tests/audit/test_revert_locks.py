@@ -17,7 +17,7 @@ from django.db import connection
 from django.db.models.sql.compiler import SQLCompiler
 from django.db.models.sql.query import Query
 
-from audit.models import ToolInvocation
+from audit.models import InvocationOrigin, ToolInvocation
 from audit.services import invocation_dispatch, invocation_revert, turn_undo
 
 pytestmark = pytest.mark.django_db
@@ -66,6 +66,7 @@ def hit(world, turn, delta: int) -> ToolInvocation:
         turn=turn,
         tool_name="modify_creature",
         input={"creature_id": world.goblin.pk, "hp_delta": delta},
+        source=InvocationOrigin.GM,
     )
     assert row.status == ToolInvocation.Status.COMMITTED
     return row

@@ -9,7 +9,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from audit.chain import verify
-from audit.models import ToolInvocation
+from audit.models import InvocationOrigin, ToolInvocation
 from audit.services import invocation_dispatch
 from campaigns.models import ChatMessage, Turn
 from core.errors import AuditLogFailure
@@ -199,6 +199,7 @@ def test_a_tool_use_is_logged_once_per_turn(world):
         "input": {"creature_id": world.goblin.pk, "hp_delta": -2},
         "turn": turn,
         "tool_use_id": "toolu_1",
+        "source": InvocationOrigin.GM,
     }
     first = invocation_dispatch(**call)
     with pytest.raises(AuditLogFailure):  # fail-closed: no second row, no second hit
@@ -221,6 +222,7 @@ def test_the_database_refuses_a_second_row_for_a_tool_use(world):
         input={"description": "A cave."},
         turn=turn,
         tool_use_id="toolu_1",
+        source=InvocationOrigin.GM,
     )
     twin = {f.attname: getattr(row, f.attname) for f in ToolInvocation._meta.concrete_fields}
     twin.update(id=None, sequence=row.sequence + 1)

@@ -9,13 +9,14 @@ from tests.conftest import World
 pytestmark = pytest.mark.django_db
 
 
-def scene_call(world: World, turn, requested_by):
+def move_call(world: World, turn, requested_by):
+    """An agent's move of the player's own token, posted by `requested_by`."""
     return invocation_dispatch(
         campaign=world.campaign,
         actor=world.player,
         turn=turn,
-        tool_name="set_scene",
-        input={"description": "Rain."},
+        tool_name="move_token",
+        input={"creature_id": world.hero.pk, "x": 3, "y": 3},
         requested_by=requested_by,
     )
 
@@ -24,7 +25,7 @@ def test_a_call_the_owner_made_into_a_players_turn_reads_by_owner_for_player(
     world: World, player_client: Client
 ):
     turn = world.turn(world.player, "I look around.")
-    scene_call(world, turn, requested_by=world.owner)
+    move_call(world, turn, requested_by=world.owner)
     fragment = player_client.get(
         f"/campaigns/{world.campaign.pk}/feed/", {"turn": turn.pk}
     ).content.decode()
@@ -35,8 +36,8 @@ def test_a_call_the_owner_made_into_a_players_turn_reads_by_owner_for_player(
 
 def test_a_call_the_actor_made_carries_no_provenance_note(world: World, player_client: Client):
     turn = world.turn(world.player, "I look around.")
-    scene_call(world, turn, requested_by=world.player)
+    move_call(world, turn, requested_by=world.player)
     fragment = player_client.get(
         f"/campaigns/{world.campaign.pk}/feed/", {"turn": turn.pk}
     ).content.decode()
-    assert "set_scene" in fragment and "provenance" not in fragment
+    assert "move_token" in fragment and "provenance" not in fragment

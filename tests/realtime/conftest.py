@@ -13,6 +13,7 @@ from django.conf import settings
 from django.db import connections
 from rest_framework.authtoken.models import Token
 
+from audit.models import InvocationOrigin
 from audit.services import invocation_dispatch, turn_undo
 from config.asgi import application
 from tests.conftest import signed_in
@@ -107,7 +108,7 @@ def damage_goblin(world, turn, amount=5):
         input={"creature_id": world.goblin.pk, "hp_delta": -amount},
         turn=turn,
         model="test/model-1",
-        source="test",
+        source=InvocationOrigin.GM,
     )
 
 

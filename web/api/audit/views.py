@@ -27,7 +27,7 @@ from core.api.base import (
     client_ip,
     with_post_schema,
 )
-from core.api.errors import error_responses
+from core.api.errors import RefusedSerializer, error_responses
 from web.api.audit import serializers as s
 from web.api.audit.permissions import authorize_tool_call
 from web.api.views import validated, visible_campaign
@@ -40,7 +40,9 @@ class InvocationPagination(ResultsPagination):
 @extend_schema(tags=["turns"])
 class ToolCallView(ApiView):
     """An external agent's tool call, run as the turn's actor through the audited dispatch:
-    logged before it mutates, undoable afterwards. Only the turn's actor or the owner may post."""
+    logged before it mutates, undoable afterwards. Only the turn's actor or the owner may post,
+    and the call has the caller's powers (least privilege: a player's reach their own character
+    only; docs/tools.md#who-may-call-what)."""
 
     @extend_schema(
         summary="Run a write tool in this turn through the audited dispatch",
@@ -56,7 +58,12 @@ class ToolCallView(ApiView):
                 s.ToolCallFailedSerializer,
                 "Invalid input or a tool error: a failed row was logged, nothing changed.",
             ),
-            **error_responses(403, 409, 503),
+            403: OpenApiResponse(
+                RefusedSerializer,
+                "Not the turn's actor or the owner, or least privilege refused the call (then "
+                "`invocation` is its failed log row); a security event is recorded.",
+            ),
+            **error_responses(409, 503),
         },
     )
     def post(self, request: Request, campaign_id: Any, turn_id: int) -> Response:
@@ -74,6 +81,7 @@ class ToolCallView(ApiView):
             model=data["model"],
             source=InvocationOrigin.API,
             requested_by=request.user,
+            ip=client_ip(request),
         )
         body = {"invocation": row.pk, "status": row.status, "result": row.result}
         if row.status == ToolInvocation.Status.FAILED:
