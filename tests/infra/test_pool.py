@@ -9,7 +9,7 @@ from django.db import connection, connections
 
 from tests.api.conftest import campaign_url, client_for
 from tests.conftest import build_world, postgres_only
-from tests.infra.conftest import assert_json_503
+from tests.infra.conftest import assert_json_503, pool_rebuilt
 
 pytestmark = [postgres_only, pytest.mark.django_db(transaction=True)]
 
@@ -19,15 +19,8 @@ POOL = {"min_size": 1, "max_size": 2, "timeout": 0.5}
 @pytest.fixture
 def small_pool() -> Iterator[None]:
     """A pool of two, rebuilt from these options on first use, and the configured one after."""
-    options = connection.settings_dict["OPTIONS"]
-    saved = options["pool"]
-    connections.close_all()
-    connection.close_pool()
-    options["pool"] = POOL
-    yield
-    connections.close_all()
-    connection.close_pool()
-    options["pool"] = saved
+    with pool_rebuilt(POOL):
+        yield
 
 
 def test_a_request_finding_the_pool_exhausted_answers_503(small_pool: None):
