@@ -128,14 +128,15 @@ def postgres_pool() -> dict[str, float]:
 
 
 if os.environ.get("DATABASE_URL"):
-    # The pool needs CONN_MAX_AGE=0 (connections go back to it at the end of each request);
-    # health checks hand out only live connections after a server restart or a killed backend.
-    DATABASES = {
-        "default": dj_database_url.parse(
-            os.environ["DATABASE_URL"], conn_max_age=0, conn_health_checks=True
-        )
-    }
+    # The pool needs CONN_MAX_AGE=0 (connections go back to it at the end of each request).
+    DATABASES = {"default": dj_database_url.parse(os.environ["DATABASE_URL"], conn_max_age=0)}
     if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        # Django's backend but for its checkout, which checks each connection it hands out and,
+        # after a restart or a failover, replaces every dead one at once (config/postgresql):
+        # the first request after one is answered. CONN_HEALTH_CHECKS stays off, as it must
+        # there: with a pool it only sets psycopg_pool's own check, which sleeps 1, 2, 4 ... s
+        # between the dead connections of a restart and answered 503 for tens of seconds.
+        DATABASES["default"]["ENGINE"] = "config.postgresql"
         DATABASES["default"].setdefault("OPTIONS", {})["pool"] = postgres_pool()
 else:
     DATABASES = {
