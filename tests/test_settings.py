@@ -10,11 +10,19 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def manage(*args: str, **env: str) -> subprocess.CompletedProcess:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("DJANGO_")}
+    return python("manage.py", *args, **env)
+
+
+def python(
+    *args: str, drop: tuple[str, ...] = ("DJANGO_",), **env: str
+) -> subprocess.CompletedProcess:
+    """`python *args` under the project's settings with `env`, and without the suite's own
+    variables whose names start with one of `drop`."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
     return subprocess.run(
-        [sys.executable, "manage.py", *args],
+        [sys.executable, *args],
         cwd=ROOT,
-        env={**clean, **env},
+        env={**clean, "DJANGO_SETTINGS_MODULE": "config.settings", **env},
         capture_output=True,
         text=True,
         timeout=120,
@@ -81,16 +89,7 @@ def test_each_log_line_is_printed_once():
         for name in SHOWN_LOGGERS
         for level in ("info", "warning")
     )
-    script = f"import logging, django; django.setup(); {lines}"
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("DJANGO_")}
-    result = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=ROOT,
-        env={**clean, "DJANGO_SETTINGS_MODULE": "config.settings"},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = python("-c", f"import logging, django; django.setup(); {lines}")
     assert result.returncode == 0, result.stderr
     printed = result.stderr.splitlines()
     for name in SHOWN_LOGGERS:
