@@ -2,14 +2,16 @@
 
 The embedded default (no environment at all) is SQLite with IMMEDIATE write transactions and a
 channel layer in the same SQLite file (config/channel_layer.py), so `make run` works on a bare
-machine and its worker's events reach the web process's websockets. `DATABASE_URL=postgres://...`
-switches to PostgreSQL and `REDIS_URL=redis://...` to channels-redis; production sets
-`DJANGO_DEBUG=0` and must then provide a real `DJANGO_SECRET_KEY`.
+machine and its worker's events reach the web process's websockets; `DATABASE_URL=sqlite:///...`
+is the same on another file. `DATABASE_URL=postgres://...` switches to PostgreSQL and
+`REDIS_URL=redis://...` to channels-redis; production sets `DJANGO_DEBUG=0` and must then provide
+a real `DJANGO_SECRET_KEY`.
 """
 
 import os
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -127,34 +129,47 @@ def postgres_pool() -> dict[str, float]:
     }
 
 
-if os.environ.get("DATABASE_URL"):
-    # The pool needs CONN_MAX_AGE=0 (connections go back to it at the end of each request);
-    # health checks hand out only live connections after a server restart or a killed backend.
-    DATABASES = {
-        "default": dj_database_url.parse(
-            os.environ["DATABASE_URL"], conn_max_age=0, conn_health_checks=True
-        )
+def sqlite_options() -> dict[str, Any]:
+    """SQLite's safety, wherever its database comes from (the embedded default or a sqlite://
+    DATABASE_URL): without it, concurrent writers start deferred transactions that cannot
+    upgrade to the write lock, and twelve undos of one turn answered eleven 503s."""
+    return {
+        # IMMEDIATE: a write transaction takes the write lock at BEGIN, so the campaign lock
+        # that serialises tool calls and reverts is real on SQLite too.
+        "transaction_mode": "IMMEDIATE",
+        # WAL: readers never wait for the writer, nor the writer for readers (a long read such
+        # as verify_log no longer stalls the table's clicks).
+        "init_command": "PRAGMA journal_mode=WAL",
+        # A writer waits this long for the write lock: far longer than any write transaction
+        # holds it (one dispatch, one undo, the end of a GM turn: the provider is never awaited
+        # inside one); past it the request answers 503.
+        "timeout": float(os.environ.get("SQLITE_BUSY_TIMEOUT", "20")),
     }
+
+
+if os.environ.get("DATABASE_URL"):
+    # The pool needs CONN_MAX_AGE=0 (connections go back to it at the end of each request).
+    DATABASES = {"default": dj_database_url.parse(os.environ["DATABASE_URL"], conn_max_age=0)}
     if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        # Django's backend but for its checkout, which checks each connection it hands out and,
+        # after a restart or a failover, replaces every dead one at once (config/postgresql):
+        # the first request after one is answered. CONN_HEALTH_CHECKS stays off, as it must
+        # there: with a pool it only sets psycopg_pool's own check, which sleeps 1, 2, 4 ... s
+        # between the dead connections of a restart and answered 503 for tens of seconds.
+        DATABASES["default"]["ENGINE"] = "config.postgresql"
         DATABASES["default"].setdefault("OPTIONS", {})["pool"] = postgres_pool()
 else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": os.environ.get("SQLITE_PATH", str(BASE_DIR / "db.sqlite3")),
-            "OPTIONS": {
-                # IMMEDIATE: a write transaction takes the write lock at BEGIN, so the campaign
-                # lock that serialises tool calls and reverts is real on SQLite too.
-                "transaction_mode": "IMMEDIATE",
-                # WAL: readers never wait for the writer, nor the writer for readers (a long
-                # read such as verify_log no longer stalls the table's clicks).
-                "init_command": "PRAGMA journal_mode=WAL",
-                # A writer waits this long for the write lock: far longer than any write
-                # transaction holds it (one dispatch, one undo, the end of a GM turn: the
-                # provider is never awaited inside one); past it the request answers 503.
-                "timeout": float(os.environ.get("SQLITE_BUSY_TIMEOUT", "20")),
-            },
         }
+    }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # An option the URL's query string sets (`?timeout=5`) wins.
+    DATABASES["default"]["OPTIONS"] = {
+        **sqlite_options(),
+        **DATABASES["default"].get("OPTIONS", {}),
     }
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -220,7 +235,7 @@ if CHANNEL_LAYER == "redis":
 elif CHANNEL_LAYER == "sqlite":
     if DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3":
         raise ImproperlyConfigured(
-            "CHANNEL_LAYER=sqlite needs the SQLite database (no DATABASE_URL)."
+            "CHANNEL_LAYER=sqlite needs the SQLite database (no DATABASE_URL, or a sqlite:// one)."
         )
     CHANNEL_LAYERS = {
         "default": {

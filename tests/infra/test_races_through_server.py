@@ -4,29 +4,13 @@ included): a table's worth of clicks at once never answers 5xx and never reverts
 from functools import partial
 
 from audit.models import ToolInvocation
-from tests.api.conftest import assert_undone_exactly_once, dump, play_turn
 from tests.conftest import World, all_at_once
+from tests.infra.conftest import undos_at_once_revert_one_turn_once
 from tests.servers import api_token, http
-
-UNDOS = 12
 
 
 def test_twelve_concurrent_undos_of_one_turn_revert_it_once(live_world: World, asgi_server: str):
-    world = live_world
-    state_before = dump(world.campaign)
-    played = play_turn(world, moves=3)
-    url = f"{asgi_server}/api/campaigns/{world.campaign.pk}/turns/{played.turn.pk}/undo/"
-    tokens = [api_token(asgi_server, u.username) for u in (world.player, world.owner, world.cogm)]
-    undo = [
-        partial(http, "POST", url, {"reason": f"click {i}"}, tokens[i % len(tokens)])
-        for i in range(UNDOS)
-    ]
-
-    answers = all_at_once(*undo)
-
-    assert [a[0] for a in answers] == [200] * UNDOS, answers
-    bodies = [body for _, _, body in answers]
-    assert_undone_exactly_once(bodies, world, played, state_before)
+    undos_at_once_revert_one_turn_once(live_world, asgi_server)
 
 
 CALLS = 8

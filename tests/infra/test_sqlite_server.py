@@ -1,5 +1,7 @@
 """The embedded default (SQLite) under a real server: a long read never stalls a write (WAL),
-and a write that cannot get the lock within the busy timeout answers 503, not an HTML 500."""
+and a write that cannot get the lock within the busy timeout answers 503, not an HTML 500. A
+server whose database comes from a sqlite:// DATABASE_URL is as safe: concurrent undos of one
+turn revert it once and answer 200."""
 
 import sqlite3
 from collections.abc import Iterator
@@ -11,7 +13,9 @@ from audit.models import ToolInvocation
 from campaigns.models import Creature
 from core.faults import RETRY_AFTER_SECONDS
 from tests.conftest import World
+from tests.infra.conftest import undos_at_once_revert_one_turn_once
 from tests.servers import api_token, http
+from tests.test_settings import settings_under
 
 pytestmark = pytest.mark.skipif(
     connection.vendor != "sqlite", reason="the embedded default's own locking (SQLite files)"
@@ -77,3 +81,24 @@ def test_a_write_kept_waiting_past_the_busy_timeout_answers_503(
     assert not ToolInvocation.objects.exists()
     status, _, body = hit_goblin()
     assert status == 201, body  # the lock released, the same call goes through
+
+
+@pytest.fixture
+def database_from_a_sqlite_url() -> Iterator[None]:
+    """Set before `asgi_server` forks: the server's database settings are the ones a process
+    started with DATABASE_URL=sqlite:///<the test database> gets, not the embedded default's."""
+    settings_dict = connections["default"].settings_dict
+    from_url = settings_under(DATABASE_URL=f"sqlite:///{settings_dict['NAME']}")["database"]
+    assert from_url["NAME"] == settings_dict["NAME"]
+    saved = dict(settings_dict)
+    connections.close_all()
+    settings_dict.update({k: v for k, v in from_url.items() if k != "TEST"})
+    yield
+    connections.close_all()
+    settings_dict.update(saved)
+
+
+def test_concurrent_undos_through_a_server_on_a_sqlite_url_revert_the_turn_once(
+    database_from_a_sqlite_url: None, live_world: World, asgi_server: str
+):
+    undos_at_once_revert_one_turn_once(live_world, asgi_server)

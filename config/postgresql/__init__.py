@@ -1,0 +1,1 @@
+"""Django's PostgreSQL backend with a checkout that survives a server restart (`base.py`)."""
