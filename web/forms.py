@@ -2,6 +2,7 @@
 input serializers (`web.api.serializers`); the two here have no API twin."""
 
 import re
+import uuid
 from typing import Any
 
 from django import forms
@@ -42,6 +43,14 @@ class ApprovalPolicyForm(forms.Form):
 
 
 WHOLE_NUMBER = re.compile(r"[+-]?[0-9]{1,9}")
+
+
+def ascii_uuid(text: str) -> uuid.UUID:
+    """`uuid.UUID` for an id someone typed. It reads its hex through int(), which takes every
+    script's digits ("１２…" would name the row "12…"); an id is ASCII. ValueError otherwise."""
+    if not text.isascii():
+        raise ValueError(f"{text!r} is not a UUID")
+    return uuid.UUID(text)
 
 
 def as_json(serializer_class: type[serializers.Serializer], fields: dict[str, str]) -> dict:
