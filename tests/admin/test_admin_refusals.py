@@ -12,10 +12,10 @@ from django.contrib.auth.models import Permission
 from django.test import Client
 from django.urls import reverse
 
-from audit.models import InvocationOrigin, SecurityEvent, StatusTransition, ToolInvocation
+from audit.models import SecurityEvent, StatusTransition, ToolInvocation
 from campaigns.models import ApprovalPolicyChange, Campaign, ChatMessage, Turn
 from tests.admin.conftest import CHANGELIST, change_url, messages_of, revert_url
-from tests.conftest import World, call, dump, make_user, signed_in
+from tests.conftest import World, call, dump, held_hit, make_user, signed_in
 
 IP = "10.0.0.9"
 KIND = SecurityEvent.Kind
@@ -55,18 +55,7 @@ def played(world: World) -> tuple[Turn, ToolInvocation]:
 
 @pytest.fixture
 def held(world: World) -> ToolInvocation:
-    Campaign.objects.filter(pk=world.campaign.pk).update(approval_policy="critical")
-    world.campaign.refresh_from_db()
-    row = call(
-        world,
-        "modify_creature",
-        {"creature_id": world.orc.pk, "hp_delta": -5},
-        actor=world.player,
-        turn=world.turn(world.player),
-        source=InvocationOrigin.GM,
-    )
-    assert row.status == ToolInvocation.Status.AWAITING_APPROVAL
-    return row
+    return held_hit(world, world.player)
 
 
 def database(world: World) -> tuple[Any, ...]:
