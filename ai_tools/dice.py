@@ -9,7 +9,9 @@ from ai_tools.base import ToolError
 from campaigns.models import Campaign, DiceRoll, Turn
 from campaigns.services import dice_roll_record
 
-DICE = re.compile(r"^\s*(\d{0,2})d(\d{1,3})\s*([+-]\s*\d{1,4})?\s*$")
+# ASCII only: without the flag `\d` takes every script's digits ("１d６", "٢d٦", which int() reads
+# as 1d6 and 2d6) and `\s` every space, and the formula would be kept and shown as typed.
+DICE = re.compile(r"^\s*(\d{0,2})d(\d{1,3})\s*([+-]\s*\d{1,4})?\s*$", re.ASCII)
 
 
 def roll(expression: str, rng: random.Random) -> dict[str, Any]:

@@ -21,6 +21,8 @@ from rest_framework.authtoken.models import Token
 from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
 
+from web.negotiation import wants_json
+
 TOKEN_EXPIRED = "Token has expired; request a new one at /api/auth/token/."
 
 
@@ -84,9 +86,10 @@ def _in(seconds: float) -> str:
 
 
 def too_many(request: HttpRequest, *, what: str, wait: float) -> HttpResponse:
-    """429 with `Retry-After`: JSON `{"detail"}` under /api/, a page everywhere else."""
+    """429 with `Retry-After`: JSON `{"detail"}` under /api/ and for a script, a page for
+    people."""
     detail = f"{what} Try again {_in(wait)}."
-    if request.path.startswith("/api/"):
+    if request.path.startswith("/api/") or wants_json(request):
         response = JsonResponse({"detail": detail}, status=429)
     else:
         response = render(request, "registration/too_many.html", {"detail": detail}, status=429)

@@ -2,10 +2,12 @@
 input serializers (`web.api.serializers`); the two here have no API twin."""
 
 import re
+import uuid
 from typing import Any
 
 from django import forms
-from rest_framework import serializers
+from django.http import HttpRequest
+from rest_framework import exceptions, serializers
 
 from ai_tools import registry
 from campaigns.models import Campaign
@@ -42,6 +44,32 @@ class ApprovalPolicyForm(forms.Form):
 
 
 WHOLE_NUMBER = re.compile(r"[+-]?[0-9]{1,9}")
+
+
+def posted_fields(request: HttpRequest) -> dict[str, str]:
+    """A form's fields as the API would get them: a field left empty is a field left out."""
+    return {
+        key: value
+        for key, value in request.POST.items()
+        if key != "csrfmiddlewaretoken" and value != ""
+    }
+
+
+def refused(form: forms.Form) -> exceptions.ValidationError:
+    """A page form's errors as the API's validation error (400, `detail` and `errors`), for a
+    script: people get the form again with its errors."""
+    errors = form.errors.get_json_data()
+    return exceptions.ValidationError(
+        {field: [error["message"] for error in messages] for field, messages in errors.items()}
+    )
+
+
+def ascii_uuid(text: str) -> uuid.UUID:
+    """`uuid.UUID` for an id someone typed. It reads its hex through int(), which takes every
+    script's digits ("１２…" would name the row "12…"); an id is ASCII. ValueError otherwise."""
+    if not text.isascii():
+        raise ValueError(f"{text!r} is not a UUID")
+    return uuid.UUID(text)
 
 
 def as_json(serializer_class: type[serializers.Serializer], fields: dict[str, str]) -> dict:

@@ -12,7 +12,6 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -32,8 +31,9 @@ from web import presenters
 from web.api import serializers as s
 from web.api.permissions import require_gm, require_may_create_creature, require_owner
 from web.api.views import validated
-from web.forms import HandInput, InviteCreateInput, as_json
-from web.views import member_campaign
+from web.forms import HandInput, InviteCreateInput, as_json, posted_fields
+from web.negotiation import wants_json
+from web.views import member_campaign, signed_in
 
 Action = Callable[..., dict[str, Any]]
 
@@ -43,35 +43,23 @@ def valid(serializer_class: type, fields: dict[str, str]) -> dict[str, Any]:
     return validated(serializer_class, as_json(serializer_class, fields))
 
 
-def _fields(request: HttpRequest) -> dict[str, Any]:
-    """The form's fields as the API would get them: a field left empty is a field left out."""
-    return {
-        key: value
-        for key, value in request.POST.items()
-        if key != "csrfmiddlewaretoken" and value != ""
-    }
-
-
-def _wants_json(request: HttpRequest) -> bool:
-    return "application/json" in request.headers.get("Accept", "")
-
-
 def _answer(
     request: HttpRequest, campaign_id: Any, form: str, action: Action, path: dict[str, Any]
 ) -> HttpResponse:
-    """Run one form's action and answer as the asker expects (see the module docstring)."""
+    """Run one form's action and answer as the asker expects (see the module docstring); a
+    script's refusal is the API's, answered by `web.middleware`."""
     campaign = member_campaign(request, campaign_id)
     try:
         with recording_denials(user=request.user, ip=client_ip(request)):
-            body = action(request, campaign, _fields(request), **path)
+            body = action(request, campaign, posted_fields(request), **path)
     except (AppError, exceptions.ValidationError) as exc:
+        if wants_json(request):
+            raise
         refusal = exception_handler(exc, {})
-        if _wants_json(request):
-            return JsonResponse(refusal.data, status=refusal.status_code)
         context = presenters.table(campaign=campaign, user=request.user)
         context["setup"]["errors"] = {form: refusal.data["detail"]}
         return render(request, "campaigns/detail.html", context, status=refusal.status_code)
-    if _wants_json(request):
+    if wants_json(request):
         return JsonResponse(body, status=201)
     if "invite_url" in body:  # shown once: the page itself, not a redirect that would lose it
         context = presenters.table(campaign=campaign, user=request.user)
@@ -81,7 +69,7 @@ def _answer(
 
 
 def _form_view(form: str, action: Action) -> Callable[..., HttpResponse]:
-    @login_required
+    @signed_in
     @require_POST
     def view(request: HttpRequest, campaign_id: Any, **path: Any) -> HttpResponse:
         return _answer(request, campaign_id, form, action, path)
@@ -175,18 +163,20 @@ invite_revoke = _form_view("invites", _invite_revoke)
 hand = _form_view("hand", _hand)
 
 
-@login_required
+@signed_in
 @require_http_methods(["GET", "POST"])
 def invite_accept(request: HttpRequest, token: str) -> HttpResponse:
     """The invite link: its page names the campaign and who runs it, and joining is a POST (a
     link preview or a prefetch must not make anyone a member). An unknown, expired, revoked or
-    used-up link gets a page saying so, with its status (404, 410)."""
+    used-up link gets a page saying so, with its status (404, 410); a script, the API's JSON."""
     try:
         if request.method == "POST":
             membership = services.invite_accept(token=token, user=request.user)
             return redirect("campaign_detail", campaign_id=membership.campaign_id)
         invite, member = invite_get_usable(token=token, user=request.user)
     except AppError as exc:
+        if wants_json(request):
+            raise
         context = {"refusal": exc.detail}
         return render(request, "campaigns/invite.html", context, status=exc.status_code)
     return render(request, "campaigns/invite.html", {"invite": invite, "member": member})

@@ -4,7 +4,9 @@ Views validate, call one selector or service, and render. Play itself (messages,
 through the REST API from the page's script, so the browser and API clients share one path.
 """
 
+import functools
 import re
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib.auth import login
@@ -15,6 +17,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from rest_framework import exceptions
 
 from audit.permissions import recording_denials
 from campaigns.models import ApprovalPolicyChange, Campaign
@@ -23,20 +26,40 @@ from campaigns.services import campaign_create, campaign_set_approval_policy
 from core.api.base import client_ip
 from core.errors import Forbidden, NotFound
 from web import presenters
-from web.accounts import SignupRateThrottle, too_many
+from web.accounts import ExpiringTokenAuthentication, SignupRateThrottle, too_many
+from web.api import serializers as s
 from web.api.permissions import require_owner
-from web.forms import ApprovalPolicyForm, CampaignForm
+from web.api.views import validated
+from web.forms import ApprovalPolicyForm, CampaignForm, posted_fields, refused
+from web.negotiation import wants_json
 
 # A turn's or roll's id as the URL converters take it: ASCII digits only (str.isdigit also takes
 # "²", which int() refuses), and short enough for a bigint.
 FEED_ID = re.compile(r"[0-9]{1,18}")
 
 
+def signed_in(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """`login_required` for people. A script is told what the API tells a caller without
+    credentials (401, its `detail`, `WWW-Authenticate`) rather than sent to the sign-in page,
+    which it would follow and read as a success."""
+    for_people = login_required(view)
+
+    @functools.wraps(view)
+    def checked(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if wants_json(request) and not request.user.is_authenticated:
+            refusal = exceptions.NotAuthenticated()
+            refusal.auth_header = ExpiringTokenAuthentication().authenticate_header(request)
+            raise refusal
+        return for_people(request, *args, **kwargs)
+
+    return checked
+
+
 def member_campaign(request: HttpRequest, campaign_id: Any) -> Campaign:
     try:
         return campaign_get_for_member(campaign_id=campaign_id, user=request.user)
     except NotFound as exc:
-        raise Http404("No such campaign.") from exc
+        raise Http404(exc.detail) from exc  # a script reads the API's words for it
 
 
 @require_http_methods(["GET", "POST"])
@@ -53,6 +76,8 @@ def signup(request: HttpRequest) -> HttpResponse:
         user = form.save()
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
         return HttpResponseRedirect(next_url or reverse("campaign_list"))
+    if request.method == "POST" and wants_json(request):
+        raise refused(form)
     return render(request, "registration/signup.html", {"form": form, "next": next_url})
 
 
@@ -65,13 +90,15 @@ def _safe_next(request: HttpRequest) -> str:
     return target if allowed else ""
 
 
-@login_required
+@signed_in
 @require_http_methods(["GET", "POST"])
 def campaign_list(request: HttpRequest) -> HttpResponse:
     form = CampaignForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         campaign = campaign_create(owner=request.user, **form.cleaned_data)
         return redirect("campaign_detail", campaign_id=campaign.pk)
+    if request.method == "POST" and wants_json(request):
+        raise refused(form)
     campaigns = campaign_list_for_member(user=request.user)
     return render(request, "campaigns/list.html", {"campaigns": campaigns, "form": form})
 
@@ -87,23 +114,20 @@ def campaign_detail(request: HttpRequest, campaign_id: Any) -> HttpResponse:
     return render(request, "campaigns/detail.html", context)
 
 
-@login_required
+@signed_in
 @require_POST
 def campaign_policy(request: HttpRequest, campaign_id: Any) -> HttpResponse:
-    """The owner changes the approval policy from the campaign page; the change is logged."""
+    """The owner changes the approval policy from the campaign page; the change is logged. As
+    `PATCH /api/campaigns/{id}/`: the same check and input serializer, so the same refusals
+    (`web.middleware` answers them: a page for people, the API's JSON for a script)."""
     campaign = member_campaign(request, campaign_id)
-    try:
-        with recording_denials(user=request.user, ip=client_ip(request)):
-            require_owner(campaign=campaign, user=request.user, action="campaign_set_policy")
-    except Forbidden as exc:
-        return HttpResponse(exc.detail, status=403, content_type="text/plain")
-    form = ApprovalPolicyForm(request.POST)
-    if not form.is_valid():
-        return HttpResponse(form.errors.as_text(), status=400, content_type="text/plain")
+    with recording_denials(user=request.user, ip=client_ip(request)):
+        require_owner(campaign=campaign, user=request.user, action="campaign_set_policy")
+    data = validated(s.CampaignUpdateInput, posted_fields(request))
     campaign_set_approval_policy(
         campaign=campaign,
         by=request.user,
-        policy=form.cleaned_data["approval_policy"],
+        policy=data["approval_policy"],
         via=ApprovalPolicyChange.Via.PAGE,
     )
     return redirect("campaign_detail", campaign_id=campaign.pk)

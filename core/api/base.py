@@ -133,6 +133,8 @@ class ResultsPagination(CursorPagination):
         field = serializers.IntegerField(min_value=1, max_value=self.max_page_size)
         values = request.query_params.getlist(self.page_size_query_param)
         try:
+            if not all(value.isascii() for value in values):
+                field.fail("invalid")  # int() would read "５０" or "٥٠" as 50
             sizes = [field.run_validation(value) for value in values]
         except serializers.ValidationError as exc:
             raise serializers.ValidationError({self.page_size_query_param: exc.detail}) from exc

@@ -75,7 +75,9 @@ def test_days_and_campaign_narrow_what_is_counted(log: World, staff_client):
     )
 
 
-@pytest.mark.parametrize("query", [{"days": "0"}, {"days": "x"}, {"campaign": "nope"}])
+@pytest.mark.parametrize(
+    "query", [{"days": "0"}, {"days": "x"}, {"campaign": "nope"}, {"days": "３０"}, {"days": "٧"}]
+)
 def test_a_bad_filter_is_a_400_that_says_why(log: World, staff_client, query):
     response = staff_client.get(URL, query)
     assert response.status_code == 400

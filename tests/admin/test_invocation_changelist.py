@@ -118,6 +118,17 @@ def test_a_malformed_campaign_filter_is_an_error_not_a_crash(staff_client, log):
     assert response.status_code == 302 and response.url.endswith("?e=1")
 
 
+def fullwidth(text: str) -> str:
+    """`text` with its digits written fullwidth ("１２…"), which uuid.UUID reads as ASCII ones."""
+    return text.translate({ord("0") + n: 0xFF10 + n for n in range(10)})
+
+
+def test_an_id_in_digits_other_than_ascii_finds_nothing(staff_client, world, log):
+    response = staff_client.get(f"{CHANGELIST}?campaign={fullwidth(str(world.campaign.pk))}")
+    assert response.status_code == 302 and response.url.endswith("?e=1")
+    assert listed(staff_client.get(CHANGELIST, {"q": fullwidth(str(log["hit"].pk))})) == set()
+
+
 def test_filters_list_only_what_the_log_holds(staff_client, world, log):
     response = staff_client.get(CHANGELIST)
     choices = {

@@ -80,6 +80,38 @@ def test_a_formula_the_dice_cannot_roll_is_refused_and_nothing_is_kept(
     assert events == []
 
 
+# Digits and spaces of other scripts, which `int()` and an unflagged `\d`/`\s` would take.
+NOT_ASCII = [
+    "１d６",  # fullwidth
+    "٢d٦",  # Arabic-Indic
+    "२d६+१",  # Devanagari
+    "2d６+3",  # one fullwidth digit among ASCII ones
+    "d20+٣",  # in the modifier only
+    "d20+²",  # superscript
+    "2d6\u00a0+3",  # a no-break space
+    "d20\u3000",  # an ideographic space
+]
+
+
+@pytest.mark.parametrize("formula", NOT_ASCII)
+def test_digits_and_spaces_other_than_ascii_are_refused_and_nothing_is_kept(
+    world: World, events, formula: str
+):
+    with pytest.raises(ToolError) as refused:
+        dice_roll(campaign=world.campaign, author=world.player, formula=formula)
+    assert str(refused.value) == f"Cannot read dice expression {formula!r}; use e.g. '2d6+3'."
+    assert not DiceRoll.objects.exists()
+    assert events == []
+
+
+@pytest.mark.parametrize("formula", NOT_ASCII)
+def test_the_gm_tool_refuses_them_too(world: World, formula: str):
+    tool = registry.read_tool("roll_dice")
+    with pytest.raises(ToolError, match="Cannot read dice expression"):
+        tool.run(ToolContext(world.campaign, world.player, world.turn()), {"expression": formula})
+    assert not DiceRoll.objects.exists()
+
+
 def test_the_widest_rolls_within_the_limits_are_rolled(world: World):
     assert len(dice_roll(campaign=world.campaign, author=world.player, formula="50d100").dice) == 50
     assert dice_roll(campaign=world.campaign, author=world.player, formula="d2").total in (1, 2)

@@ -90,6 +90,13 @@ def test_a_page_after_new_rows_arrive_neither_repeats_nor_skips(world, as_player
     assert [r["sequence"] for r in first["results"] + second["results"]] == [4, 3, 2, 1]
 
 
+@pytest.mark.parametrize("size", ["０", "５", "٥", "2²"])
+def test_a_page_size_in_digits_other_than_ascii_is_400(world, as_player, size):
+    response = as_player.get(campaign_url(world, f"invocations/?page_size={size}"))
+    assert response.status_code == 400
+    assert response.json()["detail"] == "page_size: A valid integer is required."
+
+
 @pytest.mark.parametrize("cursor", ["garbage", "cD1hYmM=", "cD0xZTk5OTk5OTk5OTk5OTk5OTk5OQ=="])
 def test_a_forged_cursor_is_a_json_404(world, as_player, cursor):
     response = as_player.get(campaign_url(world, f"invocations/?cursor={cursor}"))

@@ -31,6 +31,13 @@ class AnalyticsFilter(forms.Form):
         widget=forms.HiddenInput,
     )
 
+    def clean(self) -> dict[str, Any]:
+        """Digits in ASCII: Django's integer and UUID fields read every script's ("３０")."""
+        for name in self.fields:
+            if not str(self.data.get(name, "")).isascii():
+                self.add_error(name, "Use the digits 0-9.")
+        return self.cleaned_data
+
 
 def analytics_page(model_admin: Any, request: HttpRequest) -> HttpResponse:
     """GET only; a bad filter is a 400 that shows the form's errors."""

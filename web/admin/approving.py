@@ -1,7 +1,8 @@
 """The admin's approval queue: calls held for approval, approved or rejected through the same
 service as the API and the page (`audit.services.approval`), each row's outcome told to staff
 in words. Who may answer is the one rule, `audit.permissions.may_approve`, applied by the
-service (a denial is a security event there)."""
+service (a denial is a security event there, or in `web.admin.refusals` for a campaign the staff
+member may not see)."""
 
 from typing import Any
 
@@ -13,8 +14,9 @@ from django.utils.safestring import SafeString
 from audit.models import ToolInvocation
 from audit.services.approval import approval_answer, invocation_approve, invocation_reject
 from core.api.base import client_ip
-from core.errors import Conflict, Forbidden, NotFound, StalePreview
+from core.errors import Conflict, Forbidden, StalePreview
 from web.admin.display import compact_json, invocation_link
+from web.admin.refusals import service_refusals
 
 Status = ToolInvocation.Status
 
@@ -24,14 +26,15 @@ def answer_and_report(request: HttpRequest, row: ToolInvocation, *, approve: boo
     how the call ran), rejected, its preview stale (it keeps waiting, with the fresh one),
     already answered, or denied. Returns the outcome's name."""
     service = invocation_approve if approve else invocation_reject
-    verb = "approved" if approve else "rejected"
+    action, verb = ("approve", "approved") if approve else ("reject", "rejected")
     try:
-        outcome = service(
-            campaign_id=row.campaign_id,
-            invocation_id=row.pk,
-            user=request.user,
-            ip=client_ip(request),
-        )
+        with service_refusals(request, row, target=str(row.pk), action=action):
+            outcome = service(
+                campaign_id=row.campaign_id,
+                invocation_id=row.pk,
+                user=request.user,
+                ip=client_ip(request),
+            )
     except StalePreview:
         text = "not approved: what it writes changed since its preview; check the fresh preview"
         messages.warning(request, format_html("{}: {}.", invocation_link(row), text))
@@ -41,7 +44,7 @@ def answer_and_report(request: HttpRequest, row: ToolInvocation, *, approve: boo
             request, format_html("{}: not {}: {}", invocation_link(row), verb, refused.detail)
         )
         return "answered"
-    except (Forbidden, NotFound):
+    except Forbidden:
         text = f"not {verb}: you may not answer calls in this campaign"
         messages.error(request, format_html("{}: {}.", invocation_link(row), text))
         return "denied"

@@ -13,6 +13,7 @@ from django.db import connections, router
 from django.db.models import Model, QuerySet
 
 from campaigns.models import Campaign
+from web.forms import ascii_uuid
 
 BLANK = "-"
 
@@ -117,6 +118,6 @@ class CampaignFilter(admin.SimpleListFilter):
         if self.value() is None:
             return None
         try:
-            return uuid.UUID(self.value())
+            return ascii_uuid(self.value())
         except ValueError as exc:
             raise IncorrectLookupParameters(exc) from exc

@@ -1,6 +1,5 @@
 """The invocation log in the admin: browse, filter, read, and revert through the service."""
 
-import uuid
 from operator import attrgetter
 from typing import Any
 
@@ -36,6 +35,7 @@ from web.admin.reverting import (
     RevertPageMixin,
     revert_and_report,
 )
+from web.forms import ascii_uuid
 
 LIST_DEFERRED = (
     "input",
@@ -219,7 +219,7 @@ class ToolInvocationAdmin(
 
     def _word_query(self, word: str) -> Q:
         try:
-            exact = uuid.UUID(word)
+            exact = ascii_uuid(word)
         except ValueError:
             campaigns = Campaign.objects.filter(name__icontains=word).values_list("pk", flat=True)
             users = get_user_model().objects.filter(username__icontains=word)

@@ -1,5 +1,6 @@
 """Reverting from the admin: the same services and the same policy function as the API, with
-each outcome told to staff in words. Denials are recorded as SecurityEvents by the services."""
+each outcome told to staff in words. Every refusal leaves a SecurityEvent: the services record
+their own, `web.admin.refusals` the rest."""
 
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,9 +31,10 @@ from audit.services.revert import skip_reason
 from campaigns.models import Turn
 from campaigns.selectors import creature_names_in
 from core.api.base import client_ip
-from core.errors import Conflict, Forbidden, NotFound
+from core.errors import Conflict, Forbidden
 from core.permissions import is_audit_staff
 from web.admin.display import compact_json, invocation_link, label, summary
+from web.admin.refusals import NO_PERMISSION, admin_denial, service_refusals
 from web.presenters import with_names
 
 SKIP_REASONS = {
@@ -101,6 +103,7 @@ class Reverting:
 
     verb: str  # "revert" | "undo": the page's URL and name, the change page's link
     target: str  # the services' keyword for it: "invocation_id" | "turn_id"
+    recorded_as: Callable[[Any], str]  # its name in the security log, as the service names it
     service: Callable[..., Any]  # invocation_revert | turn_undo
     name: Callable[[Any], str]  # "#3 move" | "turn 12", in titles
     summary: Callable[[Any], str]  # shown above the plan
@@ -143,6 +146,7 @@ def _report_turn(request: HttpRequest, turn: Turn, result: Any) -> Outcome:
 INVOCATION = Reverting(
     verb="revert",
     target="invocation_id",
+    recorded_as=lambda row: str(row.pk),
     service=invocation_revert,
     name=label,
     summary=summary,
@@ -155,6 +159,7 @@ INVOCATION = Reverting(
 TURN = Reverting(
     verb="undo",
     target="turn_id",
+    recorded_as=lambda turn: f"turn:{turn.pk}",
     service=turn_undo,
     name=_turn_name,
     summary=lambda turn: "",
@@ -176,22 +181,23 @@ def revert_and_report(
 ) -> Outcome:
     """Revert an invocation through `invocation_revert`, or undo a turn through `turn_undo`,
     and tell staff how it went: reverted, skipped (with the reason), a conflict naming the later
-    invocations, or denied."""
+    invocations, or denied (and recorded)."""
     kind = INVOCATION if isinstance(target, ToolInvocation) else TURN
     try:
-        result = kind.service(
-            campaign_id=target.campaign_id,
-            user=request.user,
-            reason=reason,
-            cascade=cascade,
-            ip=client_ip(request),
-            **{kind.target: target.pk},
-        )
+        with service_refusals(request, target, target=kind.recorded_as(target), action=kind.verb):
+            result = kind.service(
+                campaign_id=target.campaign_id,
+                user=request.user,
+                reason=reason,
+                cascade=cascade,
+                ip=client_ip(request),
+                **{kind.target: target.pk},
+            )
     except Conflict as conflict:
         text = conflict_text(conflict.conflicts, cascade_url)
         messages.error(request, format_html("{}{}", kind.refused(target), text))
         return Outcome.CONFLICT
-    except (Forbidden, NotFound):
+    except Forbidden:
         messages.error(request, format_html("{}{}.", kind.refused(target), DENIED))
         return Outcome.DENIED
     return kind.report(request, target, result)
@@ -239,6 +245,37 @@ class ReadOnlyMixin:
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: dict | None = None,
+    ) -> HttpResponse:
+        try:
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        except PermissionDenied:
+            self._write_refused(request, object_id, "change" if object_id else "add")
+            raise
+
+    def delete_view(
+        self, request: HttpRequest, object_id: str, extra_context: dict | None = None
+    ) -> HttpResponse:
+        try:
+            return super().delete_view(request, object_id, extra_context)
+        except PermissionDenied:
+            self._write_refused(request, object_id, "delete")
+            raise
+
+    def _write_refused(self, request: HttpRequest, object_id: str | None, action: str) -> None:
+        """Django refused a write (a POST, answered 403): record it. Reading is no write."""
+        if request.method != "POST":
+            return
+        obj = self.get_object(request, unquote(object_id)) if object_id else None
+        detail = NO_PERMISSION.format(action=action, name=self.opts.verbose_name)
+        target = f"{self.opts.model_name}:{object_id or 'new'}"
+        admin_denial(request, obj, target=target, detail=detail)
+
 
 class RevertPageMixin:
     """The Revert page of an invocation and the Undo page of a turn, in one shape: the change
@@ -267,6 +304,9 @@ class RevertPageMixin:
         if obj is None:
             return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
         if not self.has_view_permission(request, obj):
+            name = self.opts.verbose_name
+            detail = NO_PERMISSION.format(action=self.reverting.verb, name=name)
+            admin_denial(request, obj, target=self.reverting.recorded_as(obj), detail=detail)
             raise PermissionDenied
         change_url = reverse(f"admin:{self._url_name('change')}", args=[obj.pk])
         cascade_url = self.revert_url(obj) + "?cascade=1"
@@ -284,10 +324,11 @@ class RevertPageMixin:
         kind = self.reverting
         cascade = bool(form["cascade"].value())
         try:
-            plan = plan_for(
-                request, campaign_id=obj.campaign_id, cascade=cascade, **{kind.target: obj.pk}
-            )
-        except (Forbidden, NotFound):
+            with service_refusals(request, obj, target=kind.recorded_as(obj), action=kind.verb):
+                plan = plan_for(
+                    request, campaign_id=obj.campaign_id, cascade=cascade, **{kind.target: obj.pk}
+                )
+        except Forbidden:
             self.message_user(request, f"{capfirst(kind.name(obj))}: {kind.denied}.", level="error")
             return redirect(cancel_url)
         context = {
