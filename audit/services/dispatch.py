@@ -38,9 +38,10 @@ TOOL_NAME_MAX = ToolInvocation._meta.get_field("tool_name").max_length
 
 
 def _outage_fails_closed(dispatch: Callable[P, T]) -> Callable[P, T]:
-    """A database or channel-layer outage anywhere in the dispatch is nobody's tool error: the
-    transaction rolls back (no row, no mutation) and the caller gets the fail-closed
-    AuditLogFailure (503, retry), never a `failed` row that blames the tool."""
+    """A database outage anywhere in the dispatch is nobody's tool error: the transaction rolls
+    back (no row, no mutation) and the caller gets the fail-closed AuditLogFailure (503, retry),
+    never a `failed` row that blames the tool. (The channel layer is not reached inside the
+    dispatch: events leave after commit, and a lost broadcast costs no write.)"""
 
     @functools.wraps(dispatch)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
