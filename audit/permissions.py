@@ -8,20 +8,18 @@ from guardian.core import ObjectPermissionChecker
 
 from audit.models import SecurityEvent
 from campaigns.models import Campaign
+from campaigns.visibility import is_gm
 from core.errors import Forbidden
 from core.permissions import is_audit_staff
 
 
 def may_revert(*, user: Any, campaign: Campaign, actor_id: int) -> bool:
-    """The original actor, the owner, a co-GM holding `revert_any_turn` on the campaign, or staff
-    holding `audit.revert_toolinvocation`. Cheap facts first: the first two cost no query."""
+    """The original actor, or the GM (`campaigns.visibility.is_gm`: the owner, a co-GM holding
+    `revert_any_turn` on the campaign, staff holding `audit.revert_toolinvocation`). Cheap
+    facts first: the actor and the owner cost no query."""
     if not getattr(user, "is_authenticated", False) or not user.is_active:
         return False
-    if user.pk in (actor_id, campaign.owner_id):
-        return True
-    if is_audit_staff(user):
-        return True
-    return ObjectPermissionChecker(user).has_perm("revert_any_turn", campaign)
+    return user.pk == actor_id or is_gm(campaign=campaign, user=user)
 
 
 def may_approve(*, user: Any, campaign: Campaign, actor_id: int) -> bool:
