@@ -73,3 +73,9 @@ def test_the_gm_gets_the_canonical_dump_itself(world: World, dark, staff, who: s
 def test_a_foe_out_of_the_fog_is_in_a_players_dump_again(world: World, dark):
     commit(world, "move_token", {"creature_id": world.goblin.pk, "x": 3, "y": 3})
     assert state(world, world.player) == canonical(world)
+
+
+def test_a_player_character_is_seen_wherever_it_stands(world: World, dark):
+    commit(world, "move_token", {"creature_id": world.hero.pk, "x": 12, "y": 12})
+    hero = next(c for c in state(world, world.other)["creatures"] if c["id"] == world.hero.pk)
+    assert (hero["x"], hero["y"]) == (12, 12)
