@@ -24,6 +24,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from campaigns.models import Campaign
+from campaigns.visibility import player_envelopes
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +52,9 @@ ROUND_TRIP_JSON = False
 
 
 # The channel-layer message that carries a transaction's events to a campaign's group:
-# {"type": EVENTS_MESSAGE, "texts": [envelope as JSON, ...]}, in seq order.
+# {"type": EVENTS_MESSAGE, "texts": [envelope as JSON, ...], "players": [...] | None}, in seq
+# order: `players` are the same events as players may see them (`campaigns.visibility`), or
+# None when players see `texts` as they are.
 EVENTS_MESSAGE = "campaign.events"
 
 
@@ -106,7 +109,9 @@ def broadcast_on_commit(
         {**e, "campaign": str(campaign_id), "seq": first + i, "at": at}
         for i, e in enumerate(events)
     ]
-    transaction.on_commit(partial(_send, group_name(campaign_id), envelopes))
+    # What players may see is read here, in the writer's transaction: the world as it commits.
+    players = player_envelopes(campaign_id, envelopes)
+    transaction.on_commit(partial(_send, group_name(campaign_id), envelopes, players))
     return envelopes
 
 
@@ -122,11 +127,14 @@ def _advance_event_seq(campaign_id: Any, count: int) -> int:
         return cursor.fetchone()[0]
 
 
-def _send(group: str, envelopes: list[dict[str, Any]]) -> None:
-    """One group message for the transaction's events, each envelope serialised here, once: the
-    layer carries the message to each server process once, and every socket's consumer forwards
-    the texts as they are (`web.consumers`), instead of one layer round trip per event and one
-    JSON encoding per event per socket.
+def _send(
+    group: str, envelopes: list[dict[str, Any]], players: list[dict[str, Any]] | None = None
+) -> None:
+    """One group message for the transaction's events, each envelope serialised here, once (a
+    player's copy only where it differs): the layer carries the message to each server process
+    once, and every socket's consumer forwards the texts for its viewer as they are
+    (`web.feeds`), instead of one layer round trip per event and one JSON encoding per event
+    per socket.
 
     Sync code run for an event loop (a view under Daphne) sends through that loop and waits.
     Plain sync code (a GM worker, a command, a script) hands the message to the process's
@@ -135,7 +143,13 @@ def _send(group: str, envelopes: list[dict[str, Any]]) -> None:
     layer = get_channel_layer()
     if layer is None:
         return
-    message = {"type": EVENTS_MESSAGE, "texts": [json.dumps(e) for e in envelopes]}
+    texts = [json.dumps(e) for e in envelopes]
+    message = {"type": EVENTS_MESSAGE, "texts": texts, "players": None}
+    if players is not None:
+        message["players"] = [
+            text if seen is e else json.dumps(seen)
+            for e, seen, text in zip(envelopes, players, texts, strict=True)
+        ]
     if _serving_a_loop():
         async_to_sync(_deliver)(layer, group, message, envelopes)
     else:

@@ -28,6 +28,7 @@ from campaigns.models import (
     ResourceEvent,
     Turn,
 )
+from campaigns.visibility import Sight, state_seen
 from core.errors import Gone, NotFound
 from core.permissions import is_audit_staff
 from core.queries import get_or_not_found
@@ -129,13 +130,14 @@ def one_snapshot() -> Iterator[None]:
         yield
 
 
-def campaign_state_at_seq(campaign: Campaign) -> dict[str, Any]:
-    """The canonical dump with `seq`, the number of the last event it reflects (SPEC §7), read
-    in one snapshot: a client that applies the events after `seq` on top of it misses nothing
-    and applies nothing twice."""
+def campaign_state_at_seq(campaign: Campaign, *, sight: Sight) -> dict[str, Any]:
+    """The dump as `sight` sees it (the GM's: the canonical dump; a player's: without what the
+    fog hides, `campaigns.visibility`) with `seq`, the number of the last event it reflects,
+    read in one snapshot: a client that applies the events after `seq` on top of it misses
+    nothing and applies nothing twice."""
     with one_snapshot():
         seq = campaign_event_seq(campaign_id=campaign.pk)
-        return {"seq": seq, **campaign_state(campaign)}
+        return {"seq": seq, **state_seen(campaign_state(campaign), sight)}
 
 
 def _campaign_get(*, lock: bool, **filters: Any) -> Campaign:

@@ -224,6 +224,16 @@ def commit(world: World, tool_name: str, data: Any, **extra: Any) -> ToolInvocat
     return row
 
 
+# Fog in play (docs/architecture.md, the battle map): the party's cells, the orc's and an empty
+# one (3,3) revealed; the goblin (5,5) stands in an unrevealed cell, out of the players' sight.
+REVEALED = [[0, 0], [1, 1], [2, 1], [3, 3]]
+
+
+def fog_over_the_goblin(world: World) -> ToolInvocation:
+    """Reveal REVEALED: from now on the players do not see the goblin."""
+    return commit(world, "reveal_fog", {"cells": REVEALED})
+
+
 @pytest.fixture
 def at_the_default_policy(request):
     """The test's world starts where a new campaign does, at `critical` (the test world runs at
@@ -288,9 +298,13 @@ def events_round_trip_json(monkeypatch) -> None:
 
 @pytest.fixture
 def events(monkeypatch) -> list[dict[str, Any]]:
-    """Every envelope the publisher sends, in order (after commit)."""
+    """Every envelope the publisher sends, in order (after commit), as the GM sees them."""
     sent: list[dict[str, Any]] = []
-    monkeypatch.setattr(realtime, "_send", lambda group, envelopes: sent.extend(envelopes))
+
+    def send(group: str, envelopes: list[dict[str, Any]], players: Any = None) -> None:
+        sent.extend(envelopes)
+
+    monkeypatch.setattr(realtime, "_send", send)
     return sent
 
 

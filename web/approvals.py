@@ -3,7 +3,9 @@ drawn by the server for the person looking — the diff, and Approve/Reject for 
 lets answer (`audit.permissions.may_approve`, `may_reject`), a waiting note for everyone else.
 The page's script (`static/js/table/approval.js`) swaps the fragment in on load and whenever an
 `approval_requested` or `approval_resolved` event arrives; its buttons post to the REST API's
-approve/reject, with the session and the CSRF token, like the rest of the page."""
+approve/reject, with the session and the CSRF token, like the rest of the page. A player reads a
+held call that tells of a creature the fog hides only as something happening in the fog, without
+its diff (`campaigns.visibility`, as the `approval_requested` event tells it)."""
 
 from typing import Any
 
@@ -18,7 +20,8 @@ from audit.permissions import may_approve, may_reject
 from audit.services.dispatch import approval_deadline
 from campaigns.models import Campaign
 from campaigns.selectors import creature_names_in
-from web.presenters import with_names
+from campaigns.visibility import HIDDEN_CHANGE, Fog, held_call_hidden
+from web.presenters import names_seen, players_fog, with_names
 from web.views import member_campaign
 
 
@@ -39,20 +42,29 @@ def approval_cards(*, campaign: Campaign, user: Any) -> list[dict[str, Any]]:
         .select_related("user")
         .order_by("sequence")
     )
-    names = creature_names_in(campaign_ids=[campaign.pk]) if held else {}
-    return [_card(row, campaign, user, names) for row in held]
+    if not held:
+        return []
+    fog = players_fog(campaign=campaign, user=user, rows=[{"input": r.input} for r in held])
+    names = names_seen(creature_names_in(campaign_ids=[campaign.pk]), fog)
+    return [_card(row, campaign, user, names, fog) for row in held]
 
 
-def _card(row: ToolInvocation, campaign: Campaign, user: Any, names: dict) -> dict[str, Any]:
+def _card(
+    row: ToolInvocation, campaign: Campaign, user: Any, names: dict, fog: Fog | None
+) -> dict[str, Any]:
     preview = row.preview or {}
+    diff = preview.get("diff", [])
+    hidden = fog is not None and held_call_hidden(row.input, diff, fog)
     return {
         "id": str(row.pk),
         "tool_name": row.tool_name,
-        "summary": with_names(registry.summary(row.tool_name, row.input), names),
+        "summary": HIDDEN_CHANGE
+        if hidden
+        else with_names(registry.summary(row.tool_name, row.input), names),
         "actor": row.user.get_username(),
         "model": row.model,
         "reason": preview.get("reason", ""),
-        "diff": [_change(d, names) for d in preview.get("diff", [])],
+        "diff": [] if hidden else [_change(d, names) for d in diff],
         "expires_at": approval_deadline(row),
         "may_approve": may_approve(user=user, campaign=campaign, actor_id=row.user_id),
         "may_reject": may_reject(user=user, campaign=campaign, actor_id=row.user_id),

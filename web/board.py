@@ -5,6 +5,8 @@ One renderer (docs/architecture.md): the server draws every part of the board fr
 `campaign_state`, on the page and as the fragment `/campaigns/{id}/board/` that the page's
 script swaps in when an event says the world changed. No display rule here has a copy in the
 script: percentages, bands, labels, ordering, fog and who may drag a token are decided here.
+What a person may see is not: the board is drawn from the dump as their sight sees it
+(`campaigns.visibility.state_seen`), so a player's board has nothing of what the fog hides.
 """
 
 import math
@@ -12,6 +14,7 @@ from collections import defaultdict
 from typing import Any
 
 from campaigns.models import Campaign
+from campaigns.visibility import UNSEEN, fog_of_state
 from web.api.permissions import may_move_token
 
 ROSTERS = (("party", "pc", "Party"), ("foes", "monster", "Foes"), ("others", "npc", "Others"))
@@ -84,16 +87,22 @@ def _combat(state: dict[str, Any]) -> dict[str, Any] | None:
         "order": [
             {
                 "creature_id": slot["creature_id"],
-                "name": creatures[slot["creature_id"]]["name"]
-                if slot["creature_id"] in creatures
-                else "(gone)",
+                "name": _combatant(slot["creature_id"], creatures),
                 "initiative": slot.get("initiative"),
                 "current": index == encounter["turn_index"],
-                "down": creatures.get(slot["creature_id"], {"hp": 0})["hp"] <= 0,
+                "down": slot["creature_id"] is not None
+                and creatures.get(slot["creature_id"], {"hp": 0})["hp"] <= 0,
             }
             for index, slot in enumerate(encounter["order"])
         ],
     }
+
+
+def _combatant(creature_id: Any, creatures: dict[int, dict[str, Any]]) -> str:
+    """A slot's name: a player's dump leaves the id of a combatant the fog hides out."""
+    if creature_id is None:
+        return UNSEEN
+    return creatures[creature_id]["name"] if creature_id in creatures else "(gone)"
 
 
 def _scene(state: dict[str, Any]) -> dict[str, Any]:
@@ -128,10 +137,11 @@ def initials(name: str) -> str:
 
 
 def battle_map(state: dict[str, Any], *, user_id: Any, gm: bool) -> dict[str, Any]:
-    """The SVG map for one person: the grid, fog (in play once a cell is revealed; the GM sees
-    through it), and a token per creature with its HP ring, the active combatant marked, and
-    whether this person may drag it (`may_move_token`, the API's rule)."""
-    revealed = {(f["x"], f["y"]) for f in state["fog"]}
+    """The SVG map for one person, from the dump as they see it: the grid (sized to what they
+    see), fog, and a token per creature with its HP ring, the active combatant marked, whether
+    this person may drag it (`may_move_token`, the API's rule) and, on the GM's map, whether
+    the fog hides it from the players."""
+    fog = fog_of_state(state)
     xs = [c["x"] for c in state["creatures"]] + [f["x"] for f in state["fog"]]
     ys = [c["y"] for c in state["creatures"]] + [f["y"] for f in state["fog"]]
     cols = min(MAX_CELL + 1, max([MIN_COLS, *(x + 1 + MARGIN for x in xs)]))
@@ -140,26 +150,26 @@ def battle_map(state: dict[str, Any], *, user_id: Any, gm: bool) -> dict[str, An
     order = encounter["order"] if encounter else []
     turn = encounter["turn_index"] if encounter else -1
     active = order[turn]["creature_id"] if 0 <= turn < len(order) else None
-    tokens = [_token(c, revealed, active, user_id=user_id, gm=gm) for c in state["creatures"]]
+    tokens = [_token(c, fog.hidden, active, user_id=user_id, gm=gm) for c in state["creatures"]]
     return {
         "cell": CELL,
         "cols": cols,
         "rows": rows,
         "width": cols * CELL,
         "height": rows * CELL,
-        "holes": [(x * CELL, y * CELL) for x, y in sorted(revealed)],
-        "fog": bool(revealed),
+        "holes": [(x * CELL, y * CELL) for x, y in sorted(fog.revealed)],
+        "fog": fog.in_play,
         "tokens": tokens,
     }
 
 
 def _token(
-    c: dict[str, Any], revealed: set, active: Any, *, user_id: Any, gm: bool
+    c: dict[str, Any], hidden: frozenset[int], active: Any, *, user_id: Any, gm: bool
 ) -> dict[str, Any]:
     movable = may_move_token(
         kind=c["kind"], controlled_by_id=c["controlled_by_id"], user_id=user_id, gm=gm
     )
-    in_fog = bool(revealed) and (c["x"], c["y"]) not in revealed and c["kind"] != "pc"
+    in_fog = c["id"] in hidden
     classes = ["map-token", f"kind-{c['kind']}", f"band-{hp_band(c['hp'], c['max_hp'])}"]
     classes += [name for name, on in (("movable", movable), ("active", c["id"] == active)) if on]
     if in_fog:
@@ -169,7 +179,7 @@ def _token(
         label.append("acting now")
     if c["kind"] == "pc" and c["controlled_by_id"] == user_id:
         label.append("your character")
-    if in_fog and gm:
+    if in_fog:
         label.append("hidden from the players by fog")
     ratio = min(1, max(0, c["hp"] / c["max_hp"])) if c["max_hp"] > 0 else 0
     return {
@@ -185,7 +195,6 @@ def _token(
         if movable
         else f"Only {'its player' if c['kind'] == 'pc' else 'the GM'} can move {c['name']}.",
         "active": c["id"] == active,
-        "hidden": in_fog and not gm,
         "label": ", ".join(label),
         "ring": f"{ratio * RING_LENGTH:.2f} {RING_LENGTH:.2f}",
         "initials": initials(c["name"]),

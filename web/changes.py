@@ -3,12 +3,16 @@
 Built from the call's tool name and input, and the creature's HP before (the revert snapshot) and
 after (the post-state), so "Goblin takes 4 damage (7 → 3)" reads what really happened, clamps
 included. A call this cannot describe falls back to its tool's own summary, with names for ids.
+For a player, a call that tells of a creature the fog hides reads only that something happens
+in the fog (`campaigns.visibility`), and the names given for hidden creatures are "Someone
+unseen".
 """
 
 from collections.abc import Callable
 from typing import Any
 
 from ai_tools import entities, registry
+from campaigns.visibility import HIDDEN_CHANGE, Fog, call_hidden
 
 SCENE_CLIP = 80
 
@@ -101,6 +105,19 @@ DESCRIBE: dict[str, Callable[..., list[str]]] = {
 }
 
 
+def concealed(data: Any, post_state: Any, fog: Fog | None) -> bool:
+    """Whether a call tells a player (who sees the world through `fog`; None: the GM) of a
+    creature the fog hides: it acts on one, made one, or put one in the fog."""
+    if fog is None:
+        return False
+    made = [  # a whole creature row written: one the call made
+        int(entities.parse(key)[1])
+        for key in entities.logged_map(post_state)
+        if key.startswith("creature:") and key == entities.root(key)
+    ]
+    return call_hidden(data, fog, created=made)
+
+
 def describe(
     tool_name: str,
     data: Any,
@@ -109,10 +126,14 @@ def describe(
     snapshot: Any = None,
     post_state: Any = None,
     fallback: Callable[[str], str] = lambda text: text,
+    fog: Fog | None = None,
 ) -> str:
     """One call in people's words, from its logged `revert_snapshot` and `post_state` (either
     may be missing: a failed or pending call). Input a describer cannot read (a failed call's,
-    an old row's) gets the tool's summary through `fallback`."""
+    an old row's) gets the tool's summary through `fallback`. With a player's `fog`, a call
+    that tells of a hidden creature is HIDDEN_CHANGE."""
+    if concealed(data, post_state, fog):
+        return HIDDEN_CHANGE
 
     def name(pk: Any) -> str:
         return names.get(pk, f"creature {pk}") if isinstance(pk, int) else str(pk)

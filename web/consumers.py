@@ -1,9 +1,10 @@
 """The live table: one websocket per player, on its campaign's feed.
 
-The consumer is deliberately thin. It admits members only, joins the process's feed of the
-campaign (`web.feeds`, one channel-layer subscription for all its sockets) and forwards every
-envelope that `campaigns.realtime` publishes. Clients never write through it:
-changes go through the REST API, which is where permissions, audit and undo live.
+The consumer is deliberately thin. It admits members only, decides once how its viewer sees the
+world (`campaigns.visibility`: the GM through the fog, a player not), joins the process's feed of
+the campaign (`web.feeds`, one channel-layer subscription for all its sockets) and forwards every
+envelope that `campaigns.realtime` publishes, as that viewer may see it. Clients never write
+through it: changes go through the REST API, which is where permissions, audit and undo live.
 """
 
 import json
@@ -17,6 +18,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from audit.models import SecurityEvent
 from campaigns.realtime import LAYER_UNAVAILABLE, hello
 from campaigns.selectors import campaign_event_seq, campaign_get_for_member
+from campaigns.visibility import Sight, sight_of
 from core.errors import NotFound
 from web.feeds import CampaignFeed, campaign_feed
 
@@ -29,12 +31,13 @@ UNAVAILABLE = 4503
 
 
 @database_sync_to_async
-def is_campaign_member(*, campaign_id: Any, user: Any) -> bool:
+def member_sight(*, campaign_id: Any, user: Any) -> Sight | None:
+    """How a member sees the campaign; None for anyone who is not a member (now)."""
     try:
-        campaign_get_for_member(campaign_id=campaign_id, user=user)
+        campaign = campaign_get_for_member(campaign_id=campaign_id, user=user)
     except NotFound:
-        return False
-    return True
+        return None
+    return sight_of(campaign=campaign, user=user)
 
 
 @database_sync_to_async
@@ -73,6 +76,7 @@ class CampaignConsumer(AsyncWebsocketConsumer):
 
     channel_layer_alias = None  # no channel per socket (`get_channel_layer(None)` is None)
     feed: CampaignFeed | None = None
+    sight = Sight.PLAYER  # until `connect` decides it
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -101,12 +105,14 @@ class CampaignConsumer(AsyncWebsocketConsumer):
     async def connect(self) -> None:
         user = self.scope.get("user")
         campaign_id = self.scope["url_route"]["kwargs"]["campaign_id"]
-        if not await is_campaign_member(campaign_id=campaign_id, user=user):
+        sight = await member_sight(campaign_id=campaign_id, user=user)
+        if sight is None:
             if getattr(user, "is_authenticated", False):
                 client = self.scope.get("client") or [None]
                 await record_refusal(user=user, campaign_id=campaign_id, ip=client[0])
             await self.close(code=REFUSED)
             return
+        self.sight = sight
         feed = campaign_feed(campaign_id)
         await feed.join(self)
         self.feed = feed
@@ -131,7 +137,8 @@ class CampaignConsumer(AsyncWebsocketConsumer):
         """The feed is one-way; what a client sends is ignored rather than trusted."""
 
     async def forward(self, texts: list[str]) -> None:
-        """A transaction's events, already JSON (`campaigns.realtime._send`), in seq order."""
+        """A transaction's events as this viewer may see them, already JSON
+        (`campaigns.realtime._send`), in seq order."""
         if self.held is not None:
             self.held.extend(texts)
             return

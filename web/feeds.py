@@ -4,7 +4,8 @@ many of its sockets the process holds, forwarding each event batch to all of the
 With a channel per socket, a broadcast to 200 sockets of one process made channels-redis wake
 200 receive loops (tasks, futures and a channel-name check each) before any byte left; the feed
 receives the batch once and hands its texts (serialised once, by `campaigns.realtime`) to each
-socket directly.
+socket directly: the GM's texts to a GM's socket, the players' to a player's (a batch carries
+both, worked out once by the publisher; `campaigns.visibility`).
 """
 
 import asyncio
@@ -16,6 +17,7 @@ from typing import Any, Protocol
 from channels.layers import get_channel_layer
 
 from campaigns.realtime import EVENTS_MESSAGE, LAYER_UNAVAILABLE, group_name
+from campaigns.visibility import Sight
 
 logger = logging.getLogger(__name__)
 
@@ -24,6 +26,8 @@ STOP_MESSAGE = "campaign.feed.stop"
 
 
 class Listener(Protocol):
+    sight: Sight  # how its viewer sees the world, decided when the socket connected
+
     async def forward(self, texts: list[str]) -> None:
         """Send the events (JSON texts, in seq order) to the socket."""
 
@@ -100,11 +104,7 @@ class CampaignFeed:
                 if message["type"] != EVENTS_MESSAGE:
                     logger.error("feed of %s ignored a %r message", self.group, message["type"])
                     continue
-                for listener in list(self.listeners):
-                    try:
-                        await listener.forward(message["texts"])
-                    except Exception:  # one socket's failure is not the others'
-                        logger.exception("forwarding to a socket of %s failed", self.group)
+                await self._forward(message)
                 if time.monotonic() - self.joined_at > self.group_expiry / 2:
                     await self.layer.group_add(self.group, channel)
                     self.joined_at = time.monotonic()
@@ -120,6 +120,17 @@ class CampaignFeed:
         self._forget()
         for listener in listeners:
             await listener.feed_lost()
+
+    async def _forward(self, message: dict[str, Any]) -> None:
+        """The batch to each socket as its viewer may see it: the GM's texts to a GM, the
+        players' (where the publisher made any) to everyone else."""
+        texts, players = message["texts"], message.get("players")
+        for listener in list(self.listeners):
+            seen = texts if players is None or listener.sight is Sight.GM else players
+            try:
+                await listener.forward(seen)
+            except Exception:  # one socket's failure is not the others'
+                logger.exception("forwarding to a socket of %s failed", self.group)
 
 
 # Per event loop: a loop's tasks and the layer's connections do not cross loops.

@@ -2,7 +2,9 @@
 
 One renderer: every fragment of the page is drawn by the server's templates from what these
 functions return (the board's parts are shaped in `web.board`); the page's script only swaps the
-server's fragments in (docs/architecture.md).
+server's fragments in (docs/architecture.md). Each is drawn as its viewer may see the world
+(`campaigns.visibility`): a player's board, feed and undo dialog tell nothing of what the fog
+hides.
 """
 
 import re
@@ -29,10 +31,18 @@ from campaigns.selectors import (
     rolls_outside_turns,
     turn_rolls,
 )
+from campaigns.visibility import (
+    UNSEEN,
+    Fog,
+    Sight,
+    fog_read,
+    placed_cell,
+    sight_of,
+    state_seen,
+)
 from gm.services import STOPPABLE
 from web import board as boards
-from web.api.permissions import runs_table
-from web.changes import describe
+from web.changes import concealed, describe
 
 FEED_TURNS = 50
 FEED_ROLLS = 50
@@ -211,7 +221,8 @@ def feed(*, campaign: Campaign, user: Any, turn_id: Any = None) -> list[TurnCard
     with one_snapshot():
         turns, messages, rows = turn_feed(campaign=campaign, limit=FEED_TURNS, turn_id=turn_id)
         rolls = turn_rolls(campaign=campaign, turn_ids=[t.pk for t in turns])
-        names = creature_names(campaign=campaign)
+        fog = players_fog(campaign=campaign, user=user, rows=[r for t in rows.values() for r in t])
+        names = names_seen(creature_names(campaign=campaign), fog)
         can_revert_any = may_revert(user=user, campaign=campaign, actor_id=None)
         onwards, last = _undo_from_here(campaign=campaign, user=user, turns=turns)
     views = [
@@ -222,7 +233,7 @@ def feed(*, campaign: Campaign, user: Any, turn_id: Any = None) -> list[TurnCard
             created_at=t.created_at,
             messages=messages[t.pk],
             rolls=[roll_card(roll) for roll in rolls[t.pk]],
-            calls=[_tool_call(row, names) for row in rows[t.pk]],
+            calls=[_tool_call(row, names, fog) for row in rows[t.pk]],
             undoable=can_revert_any or t.actor_id == user.pk,
             reverted=t.reverted_at is not None,
             reverted_by=t.reverted_by.get_username() if t.reverted_by else "",
@@ -279,7 +290,23 @@ def roll_entry(*, campaign: Campaign, roll_id: int) -> RollCard:
     return roll_card(roll_get(campaign=campaign, roll_id=roll_id))
 
 
-def _tool_call(row: dict[str, Any], names: dict[int, str]) -> ToolCallCard:
+def players_fog(*, campaign: Campaign, user: Any, rows: list[dict[str, Any]]) -> Fog | None:
+    """The fog a player reads the logged calls `rows` through — every creature of the campaign
+    and the cells the calls put creatures on, one query — or None for the GM, who reads all."""
+    if sight_of(campaign=campaign, user=user) is Sight.GM:
+        return None
+    cells = {cell for row in rows if (cell := placed_cell(row.get("input"))) is not None}
+    return fog_read(campaign_id=campaign.pk, cells=cells)
+
+
+def names_seen(names: dict[int, str], fog: Fog | None) -> dict[int, str]:
+    """Creatures' names as a player reads them: one the fog hides is someone unseen."""
+    if fog is None:
+        return names
+    return {pk: UNSEEN if pk in fog.hidden else name for pk, name in names.items()}
+
+
+def _tool_call(row: dict[str, Any], names: dict[int, str], fog: Fog | None) -> ToolCallCard:
     return ToolCallCard(
         tool_name=row["tool_name"],
         summary=describe(
@@ -289,9 +316,10 @@ def _tool_call(row: dict[str, Any], names: dict[int, str]) -> ToolCallCard:
             snapshot=row["revert_snapshot"],
             post_state=row["post_state"],
             fallback=lambda text: with_names(text, names),
+            fog=fog,
         ),
         status=row["status"],
-        error=row["error"],
+        error="" if concealed(row["input"], row["post_state"], fog) else row["error"],
         actor=row["user__username"],
         requested_by=row["requested_by__username"] or "",
         by_hand=row["source"] == InvocationOrigin.USER,
@@ -323,16 +351,16 @@ def board_parts(*, campaign: Campaign, user: Any) -> dict[str, Any]:
     the number of the last event it reflects: the page draws it, and so does the fragment the
     script swaps in after an event (`/campaigns/{id}/board/`), with the same templates."""
     seq = event_seq(campaign)
-    state = campaign_state(campaign)
+    sight = sight_of(campaign=campaign, user=user)
+    state = state_seen(campaign_state(campaign), sight)
     people = campaign_member_names(campaign=campaign)
-    gm = runs_table(campaign=campaign, user=user)
     setup_context = setup(campaign=campaign, user=user, state=state)
     return {
         "campaign": campaign,
         "seq": seq,
         "board": {
             **boards.board(state, people),
-            "map": boards.battle_map(state, user_id=user.pk, gm=gm),
+            "map": boards.battle_map(state, user_id=user.pk, gm=sight is Sight.GM),
         },
         "setup": setup_context,
     }
@@ -403,7 +431,8 @@ def undo_plan(
     turns = feed(campaign=campaign, user=user, turn_id=turn_id)
     ids = [c["id"] for c in plan["invocations"] + plan["conflicting_invocations"]]
     rows = logged_calls(campaign=campaign, ids=ids)
-    names = creature_names(campaign=campaign)
+    fog = players_fog(campaign=campaign, user=user, rows=list(rows.values()))
+    names = names_seen(creature_names(campaign=campaign), fog)
 
     def change(call: dict[str, Any]) -> PlannedChange:
         row = rows.get(call["id"], {})
@@ -414,6 +443,7 @@ def undo_plan(
             snapshot=row.get("revert_snapshot"),
             post_state=row.get("post_state"),
             fallback=lambda summary: with_names(summary, names),
+            fog=fog,
         )
         reason = call.get("skip_reason") or ""
         return PlannedChange(
@@ -433,9 +463,19 @@ def undo_plan(
         "turn": turns[0] if turns else None,
         "cascade": cascade,
         "changes": once(plan["invocations"]),
-        "diff": list(dict.fromkeys(_diff_line(row, names) for row in plan["diff"])),
+        "diff": list(
+            dict.fromkeys(_diff_line(row, names) for row in plan["diff"] if not _hides(row, fog))
+        ),
         "conflicts": once(plan["conflicting_invocations"]) if plan["conflicts"] else [],
     }
+
+
+def _hides(row: dict[str, Any], fog: Fog | None) -> bool:
+    """Whether a field an undo puts back is a hidden creature's, which a player does not read."""
+    pk = str(row["id"])
+    if fog is None or row["entity"] != "creature" or not pk.isdigit():
+        return False
+    return int(pk) in fog.hidden
 
 
 def _diff_line(row: dict[str, Any], names: dict[int, str]) -> str:

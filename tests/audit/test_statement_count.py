@@ -3,11 +3,13 @@ pinned here for PostgreSQL (where the log row, its write/read-set entries, the c
 head and event number and the undone-turn check are one statement) and for the embedded SQLite
 (one statement each, the turn checked before the tool runs).
 
-What one `modify_creature` runs on PostgreSQL, in order (6; the same write done bare runs 5):
+What one `modify_creature` runs on PostgreSQL, in order (7; the same write done bare runs 5):
 BEGIN (here a savepoint: the test's transaction is outside), the campaign row lock (which also
 reads the log head and the event number), the creature (the tool's own read, which also serves
-the snapshot), the tool's UPDATE (which returns the row: the post-state), the one statement that
-writes the log, COMMIT (here: release)."""
+the snapshot), the tool's UPDATE (which returns the row: the post-state), what players may see
+of its event (`campaigns.visibility.player_envelopes`: one read of the creature's kind and the
+fog over its cell, made for an event that names a creature not known to be a PC), the one
+statement that writes the log, COMMIT (here: release)."""
 
 import pytest
 from django.db import connection
@@ -25,6 +27,8 @@ pytestmark = pytest.mark.django_db
 # A tool's own reads and writes vary (end_adventure unlocks an achievement per member, with a
 # savepoint each; rest restores every resource); what the log adds is fixed: on PostgreSQL the
 # lock and the one log statement, on SQLite the lock, the turn check and three log statements.
+# A tool whose events name a creature by a facet (modify_creature, move_token, rest: kind
+# unknown) or a non-PC whole (spawn_creature) adds the one read of what players may see.
 STATEMENTS = {
     "postgresql": {
         "activate_dungeon": 6,
@@ -34,12 +38,12 @@ STATEMENTS = {
         "end_adventure": 48,
         "end_combat": 7,
         "give_item": 8,
-        "modify_creature": 6,
-        "move_token": 6,
-        "rest": 20,
+        "modify_creature": 7,
+        "move_token": 7,
+        "rest": 21,
         "reveal_fog": 9,
         "set_scene": 5,
-        "spawn_creature": 6,
+        "spawn_creature": 7,
         "start_combat": 10,
         "write_memory": 7,
     },
@@ -51,12 +55,12 @@ STATEMENTS = {
         "end_adventure": 51,
         "end_combat": 10,
         "give_item": 11,
-        "modify_creature": 9,
-        "move_token": 9,
-        "rest": 23,
+        "modify_creature": 10,
+        "move_token": 10,
+        "rest": 24,
         "reveal_fog": 12,
         "set_scene": 8,
-        "spawn_creature": 9,
+        "spawn_creature": 10,
         "start_combat": 13,
         "write_memory": 10,
     },

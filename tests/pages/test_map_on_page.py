@@ -44,15 +44,20 @@ def test_each_token_stands_at_its_creatures_cell_and_fog_hides_unrevealed_foes(w
     drawn = tokens(page(world, world.player))
     at = {name: (t["data-x"], t["data-y"], t["style"]) for name, t in drawn.items()}
     assert at["Thorin"] == ("1", "1", "transform: translate(40px, 40px)")
-    assert at["Goblin"] == ("6", "3", "transform: translate(240px, 120px)")
-    assert drawn["Goblin"]["hidden"] == "True"  # in the fog, for a player
-    assert "in-fog" in drawn["Goblin"]["class"]
+    assert "Goblin" not in drawn  # in the fog: a player's map has no token for it
     assert drawn["Orc"]["hidden"] == "False"  # at 0,0: revealed
     assert drawn["Thorin"]["aria-label"] == "Thorin at 1,1, HP 20 of 24, your character"
     assert drawn["Thorin"]["class"] == "map-token kind-pc band-ok movable"
     owner = tokens(page(world, world.owner))
-    assert owner["Goblin"]["hidden"] == "False"  # the GM sees through the fog
-    assert owner["Goblin"]["aria-label"].endswith("hidden from the players by fog")
+    assert at["Orc"] == (owner["Orc"]["data-x"], owner["Orc"]["data-y"], owner["Orc"]["style"])
+    goblin = owner["Goblin"]  # the GM sees through the fog
+    assert (goblin["data-x"], goblin["data-y"], goblin["style"]) == (
+        "6",
+        "3",
+        "transform: translate(240px, 120px)",
+    )
+    assert goblin["hidden"] == "False" and "in-fog" in goblin["class"]
+    assert goblin["aria-label"].endswith("hidden from the players by fog")
 
 
 @pytest.mark.parametrize(

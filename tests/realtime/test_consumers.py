@@ -5,7 +5,7 @@ from channels.db import database_sync_to_async
 
 from audit.models import SecurityEvent
 from audit.services import invocation_dispatch, turn_undo
-from campaigns.models import Campaign
+from campaigns.models import Campaign, Membership
 from tests.realtime.conftest import (
     FOREIGN_ORIGIN,
     ORIGIN,
@@ -175,3 +175,29 @@ async def test_what_a_client_sends_is_ignored(world):
     assert len(events) == 1, "nothing a client sent came back as an event"
     assert (await receive_until(socket, "interaction_reverted"))[-1]["source"] == "system"
     await socket.disconnect()
+
+
+@pytest.mark.parametrize("who", ["outsider", "removed member"])
+async def test_a_campaign_this_process_already_feeds_still_refuses_a_non_member(world, who):
+    """A member's socket is open in this process, so the process feeds the campaign already; a
+    reconnect or a second tab of someone who is not a member (never was, or was removed since:
+    no service removes a member yet, so the test deletes the Membership row) is refused all the
+    same, recorded, and receives nothing of what is published afterwards."""
+    member = await browser(world.campaign.pk, world.owner)
+    user = world.outsider if who == "outsider" else world.other
+    if who == "removed member":
+        await database_sync_to_async(
+            Membership.objects.filter(campaign=world.campaign, user=user).delete
+        )()
+    refused, connected, code = await open_socket(
+        world.campaign.pk, [ORIGIN, await session_cookie(user)]
+    )
+    assert (connected, code) == (False, REFUSED)
+    recorded = await database_sync_to_async(
+        lambda: list(SecurityEvent.objects.values_list("kind", "user_id", "target"))
+    )()
+    assert recorded == [("websocket_denied", user.pk, f"ws:campaign:{world.campaign.pk}")]
+    await play_and_undo(world)
+    assert (await receive_until(member, "interaction_reverted"))[-1]["type"]
+    assert await refused.receive_nothing(timeout=0.5)
+    await member.disconnect()

@@ -23,6 +23,7 @@ from campaigns.selectors import (
     campaign_state_at_seq,
     creature_get,
 )
+from campaigns.visibility import sight_of
 from core.api.base import (
     ApiListView,
     ApiView,
@@ -113,15 +114,18 @@ class CampaignDetailView(ApiView):
 
 @extend_schema(tags=["campaigns"])
 class CampaignStateView(ApiView):
-    """The canonical dump of the game world (SPEC §3): what a client shows, and what a
-    revert restores exactly; `seq` is the last event it reflects (SPEC §7)."""
+    """The canonical dump of the game world: what a client shows, and what a revert restores
+    exactly; `seq` is the last event it reflects. A player gets it without the creatures the
+    fog hides from them (`campaigns.visibility`); the GM gets it whole."""
 
     @extend_schema(
         summary="The canonical state dump of the game world, with the event seq it reflects",
         responses={200: s.StateSerializer, **error_responses()},
     )
     def get(self, request: Request, campaign_id: Any) -> Response:
-        return Response(campaign_state_at_seq(visible_campaign(request, campaign_id)))
+        campaign = visible_campaign(request, campaign_id)
+        sight = sight_of(campaign=campaign, user=request.user)
+        return Response(campaign_state_at_seq(campaign, sight=sight))
 
 
 class OwnerCreateView(ApiView):
