@@ -22,8 +22,9 @@ def log(world):
             "modify_creature",
             {"creature_id": world.goblin.pk, "hp_delta": -2},
             model="scripted",
+            source="api",
         ),
-        "failed": call(world, "consume_resource", {"creature_id": world.hero.pk}),
+        "failed": call(world, "consume_resource", {"creature_id": world.hero.pk}, source="api"),
         "scene": invocation_dispatch(
             campaign=elsewhere,
             actor=world.outsider,

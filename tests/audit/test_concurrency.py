@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from audit.models import ToolInvocation
+from audit.models import InvocationOrigin, ToolInvocation
 from audit.services import UndoResult, invocation_dispatch, invocation_revert, turn_undo
 from campaigns.models import Creature
 from core.errors import Conflict
@@ -21,6 +21,7 @@ def test_twenty_concurrent_reverts_of_one_row_revert_exactly_once():
         actor=world.player,
         tool_name="modify_creature",
         input={"creature_id": world.goblin.pk, "hp_delta": -5},
+        source=InvocationOrigin.GM,
     )
 
     def revert() -> Any:
@@ -97,6 +98,7 @@ def test_undo_racing_a_call_into_the_same_turn_never_leaves_a_committed_call_beh
                 turn=turn,
                 tool_name="modify_creature",
                 input={"creature_id": world.goblin.pk, "hp_delta": -1},
+                source=InvocationOrigin.GM,
             )
 
         undone, called = all_at_once(undo, late_call)
