@@ -1,4 +1,5 @@
-"""Tamper evidence (SPEC §5): each campaign's log is one chain of keyed links.
+"""Tamper evidence (docs/operations.md#backups-and-the-chain-anchor): each campaign's log is one
+chain of keyed links.
 
 A link is an invocation row, sealed once in the transaction that writes it, or a status
 transition of a row (a revert now, approvals later), appended in the transaction that changes

@@ -78,8 +78,9 @@ class ToolInvocation(Revertible):
     prev_hash = models.CharField(max_length=64, blank=True, default="")
     row_hash = models.CharField(max_length=64, blank=True, default="")
 
-    # The call itself (SPEC §5): which tool, what it was given, how it ended. The API shows
-    # these and the chain seals them (a field added here is sealed from then on).
+    # The call itself (docs/architecture.md#the-log-row): which tool, what it was given, how it
+    # ended. The API shows these and the chain seals them (a field added here is sealed from then
+    # on).
     CALL = ("tool_name", "tool_tier", "input", "result", "status", "error", "revertible")
 
     class Meta:

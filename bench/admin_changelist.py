@@ -1,5 +1,5 @@
-"""The invocation changelist at 1,000,000 log rows on PostgreSQL, against 1,000 (SPEC §9,
-issue 5: "renders in under a second").
+"""The invocation changelist at 1,000,000 log rows on PostgreSQL, against 1,000
+(docs/performance.md, issue 5: "renders in under a second").
 
 One run, one database of its own (`bench_admin_<random>`, dropped at the end): the log is filled
 to 1,000 valid rows (numbered, chained, sealed; `verify_log` walks them at the end) and every

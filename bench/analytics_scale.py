@@ -43,7 +43,7 @@ def questions(campaigns: list, staff: Any, fresh: Callable[[], None]) -> dict[st
     from rest_framework.test import APIClient
 
     from audit.analytics import revert_rate_by_day
-    from audit.approval import adaptive_approval_reason
+    from audit.policy import adaptive_approval_reason
     from campaigns.services import campaign_create
 
     owner, staffer, admin = APIClient(), APIClient(), Client()

@@ -27,7 +27,7 @@ class Campaign(models.Model):
         CRITICAL = "critical"
         CRITICAL_AND_HIGH = "critical_and_high"
         # Critical calls, and any (model, tool) pair whose recent calls keep being undone
-        # (audit.approval.adaptive_approval_reason).
+        # (audit.policy.adaptive_approval_reason).
         ADAPTIVE = "adaptive"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
@@ -46,12 +46,13 @@ class Campaign(models.Model):
     )
     scene = models.TextField(blank=True, default="")
     location = models.CharField(max_length=200, blank=True, default="")
-    # Which tool calls wait for a human (SPEC §5); changed only by `campaign_set_approval_policy`,
-    # which logs each change (ApprovalPolicyChange).
+    # Which tool calls wait for a human (docs/architecture.md#human-in-the-loop); changed only by
+    # `campaign_set_approval_policy`, which logs each change (ApprovalPolicyChange).
     approval_policy = models.CharField(
         max_length=24, choices=ApprovalPolicy.choices, default=ApprovalPolicy.CRITICAL
     )
-    # Last realtime event number handed out (SPEC §7); advanced under the campaign row lock.
+    # Last realtime event number handed out (docs/api.md#the-live-feed-websocket); advanced under
+    # the campaign row lock.
     event_seq = models.BigIntegerField(default=0, editable=False)
     # The head of the campaign's invocation log (audit/chain.py): the last row's sequence number
     # and the last link's hash (a row's, or a status transition's after it). Written by every
@@ -384,7 +385,7 @@ class Turn(Revertible):
             models.Index(fields=["status", "lease_expires_at"], name="turn_lease_idx"),
         ]
         constraints = [
-            # Two turns of one campaign never run their GM at once (SPEC §5).
+            # Two turns of one campaign never run their GM at once (docs/architecture.md).
             models.UniqueConstraint(
                 fields=["campaign"],
                 condition=models.Q(status="running"),

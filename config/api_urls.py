@@ -1,4 +1,4 @@
-"""The REST API (SPEC §6): the campaign and audit routes, the OpenAPI schema and Swagger UI.
+"""The REST API (docs/api.md): the campaign and audit routes, the OpenAPI schema and Swagger UI.
 
 Anything else under /api/ is a JSON 404, so API clients never receive an HTML error page.
 """

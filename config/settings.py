@@ -406,9 +406,9 @@ APPROVAL_TIMEOUT = float(os.environ.get("APPROVAL_TIMEOUT", "3600"))
 if APPROVAL_TIMEOUT <= 0:
     raise ImproperlyConfigured("APPROVAL_TIMEOUT must be a positive number of seconds.")
 
-# Background work (SPEC §2): GM turns run in worker processes (`manage.py db_worker`, the
-# Procfile's `worker:`), which claim jobs from this database; any number of them, on any number
-# of machines, against one PostgreSQL.
+# Background work (docs/architecture.md#background-work): GM turns run in worker processes
+# (`manage.py db_worker`, the Procfile's `worker:`), which claim jobs from this database; any number
+# of them, on any number of machines, against one PostgreSQL.
 TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
 
 # One handler, on the root logger: every record is printed once, by it. Django's own logging

@@ -34,7 +34,8 @@ PERSONA = (
 
 
 class AnthropicProvider(GMProvider):
-    """Claude as the GM. On when `ANTHROPIC_API_KEY` is set (SPEC §8)."""
+    """Claude as the GM. On when `ANTHROPIC_API_KEY` is set
+    (docs/operations.md#settings-environment)."""
 
     name = "anthropic"
 

@@ -1,4 +1,5 @@
-"""What the GM knows when it answers a turn (SPEC §5, context-coherent undo).
+"""What the GM knows when it answers a turn (docs/architecture.md#revert-and-undo: context-coherent
+undo).
 
 The history leaves out undone turns and reverted tool calls entirely, and carries instead a
 short note per undo (what, by whom, why). A model that saw an undone attack would otherwise

@@ -18,7 +18,9 @@ from django.conf import settings
 from django.db import connections
 from django.utils import timezone
 
+from audit.services.common import campaign_lock
 from campaigns.models import Turn
+from gm.base import TurnStopped
 
 logger = logging.getLogger(__name__)
 # How long after a lease ends its watchdog looks: a heartbeat a moment late is not a death.
@@ -77,3 +79,18 @@ class Heartbeat:
         except Exception:  # an outage: keep beating; if it outlasts the lease, the watchdog acts
             logger.exception("lease renewal of turn %s failed", self.turn_id)
             return True
+
+
+def turn_lock(turn: Turn) -> Turn:
+    """Campaign first, then the turn: the lock order of dispatch and undo, so the runner's
+    writes and theirs serialise instead of deadlocking."""
+    campaign_lock(turn.campaign_id)
+    return Turn.objects.select_for_update().get(pk=turn.pk)
+
+
+def lease_hold(turn: Turn, owner: str) -> Turn:
+    """The locked turn, if `owner` still runs it; TurnStopped(LOST) if not."""
+    current = turn_lock(turn)
+    if current.status != Turn.Status.RUNNING or current.lease_owner != owner:
+        raise TurnStopped(TurnStopped.LOST)
+    return current

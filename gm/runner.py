@@ -20,11 +20,11 @@ from campaigns.services import message_post
 from core.faults import is_unavailable
 from gm.base import GMError, TurnStopped
 from gm.context import gm_context
-from gm.lease import Heartbeat
+from gm.lease import Heartbeat, lease_hold
 from gm.models import GMTranscript
 from gm.providers import provider_for
 from gm.session import TurnSession
-from gm.transcript import lease_hold, transcript_rounds
+from gm.transcript import transcript_rounds
 
 logger = logging.getLogger(__name__)
 

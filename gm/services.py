@@ -20,9 +20,9 @@ STOPPABLE = (Turn.Status.QUEUED, Turn.Status.RUNNING, Turn.Status.AWAITING_APPRO
 
 
 def turn_submit(*, campaign: Campaign, actor: Any, message: str) -> Turn:
-    """A player's message as a new turn queued for the GM: a worker answers it (SPEC §2), and
-    nothing here waits for the model. Durable, so the turn and its task are committed when this
-    returns."""
+    """A player's message as a new turn queued for the GM: a worker answers it
+    (docs/architecture.md#durable-gm-turns), and nothing here waits for the model. Durable, so the
+    turn and its task are committed when this returns."""
     with transaction.atomic(durable=True):
         return _queue(campaign=campaign, actor=actor, message=message)
 

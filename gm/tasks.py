@@ -27,9 +27,9 @@ from audit.models import ToolInvocation
 from audit.services.common import campaign_lock
 from campaigns.models import Turn
 from campaigns.selectors import campaign_state
-from gm.lease import WATCH_GRACE, lease_deadline, new_owner
+from gm.lease import WATCH_GRACE, lease_deadline, new_owner, turn_lock
 from gm.runner import Claim, claim_run, turn_close
-from gm.transcript import transcript_open, transcript_text, turn_lock
+from gm.transcript import transcript_open, transcript_text
 
 # Watchdogs go before turns waiting in the queue, so recovery stays bounded under a backlog.
 WATCH_PRIORITY = 10

@@ -1,31 +1,16 @@
 """Writes and reads of a turn's transcript (gm.models). Every write is made by the runner that
-holds the turn's lease, checked under the campaign and turn locks in the write's own
-transaction: a runner whose lease went to another worker stores nothing more."""
+holds the turn's lease (`gm.lease.lease_hold`), checked under the campaign and turn locks in the
+write's own transaction: a runner whose lease went to another worker stores nothing more."""
 
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
-from audit.services.common import campaign_lock
 from campaigns.models import Turn
-from gm.base import Round, TurnStopped
+from gm.base import Round
+from gm.lease import lease_hold
 from gm.models import GMRound, GMTranscript
-
-
-def turn_lock(turn: Turn) -> Turn:
-    """Campaign first, then the turn: the lock order of dispatch and undo, so the runner's
-    writes and theirs serialise instead of deadlocking."""
-    campaign_lock(turn.campaign_id)
-    return Turn.objects.select_for_update().get(pk=turn.pk)
-
-
-def lease_hold(turn: Turn, owner: str) -> Turn:
-    """The locked turn, if `owner` still runs it; TurnStopped(LOST) if not."""
-    current = turn_lock(turn)
-    if current.status != Turn.Status.RUNNING or current.lease_owner != owner:
-        raise TurnStopped(TurnStopped.LOST)
-    return current
 
 
 def transcript_open(*, turn: Turn, state: dict[str, Any]) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 """`make run`: the Procfile's web server and task worker on one machine, in one command, on
-the embedded default (SPEC §2).
+the embedded default (README.md, "Two commands").
 
     .venv/bin/python scripts/run.py [--port PORT]        (what `make run PORT=8001` runs)
 

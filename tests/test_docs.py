@@ -2,6 +2,7 @@
 of the repository (and to headings that exist in them), never to a path outside it."""
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -44,3 +45,34 @@ def test_every_link_stays_in_the_repository_and_reaches_its_target(doc: Path):
         assert resolved.is_file(), f"{target}: no such file"
         if anchor:
             assert anchor in anchors(resolved), f"{target}: no such heading"
+
+
+CODE_REFERENCE = re.compile(r"\bdocs/([\w-]+\.md)(?:#([\w-]+))?")
+OUTSIDE = re.compile(r"SPEC §|\.\./shared")
+
+
+def _code_files() -> list[Path]:
+    tracked = subprocess.run(
+        ["git", "ls-files", "*.py", "*.js", "*.html", "*.css", "Makefile", "Procfile"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    return [ROOT / name for name in tracked if (ROOT / name).is_file()]
+
+
+def test_the_code_cites_only_docs_of_the_repository_and_their_headings():
+    """A comment's pointer (`docs/api.md#dice`) names a file and heading that exist, and nothing
+    cites a document outside the repository: a maintainer has only what is here."""
+    this = Path(__file__).resolve()
+    for path in _code_files():
+        if path == this:
+            continue
+        text = path.read_text(encoding="utf-8")
+        assert not OUTSIDE.search(text), f"{path.relative_to(ROOT)} cites a document outside"
+        for name, anchor in CODE_REFERENCE.findall(text):
+            doc = ROOT / "docs" / name
+            assert doc.is_file(), f"{path.relative_to(ROOT)}: docs/{name} does not exist"
+            if anchor:
+                assert anchor in anchors(doc), f"{path.relative_to(ROOT)}: docs/{name}#{anchor}"

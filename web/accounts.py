@@ -1,5 +1,5 @@
 """Who gets in, and how often: API tokens with a lifetime, the sign-up rate limit, and the answer
-to a locked-out sign-in (SPEC §6).
+to a locked-out sign-in (docs/api.md).
 
 Failed sign-ins are counted by django-axes (AXES_* settings); this module only words its
 lockout. Every reader of a token (the REST API, the websocket) asks `token_expired`, so a token

@@ -1,4 +1,4 @@
-"""Websocket routes (SPEC §7)."""
+"""Websocket routes (docs/api.md#the-live-feed-websocket)."""
 
 from django.urls import path, re_path
 

@@ -124,8 +124,8 @@ class HeaderClientsSkipOriginCheck:
 
 
 def websocket_stack(inner: ASGIApp) -> ASGIApp:
-    """The websocket application: origin validation and session auth for browsers (SPEC §9),
-    token-header auth for every client."""
+    """The websocket application: origin validation and session auth for browsers
+    (docs/operations.md), token-header auth for every client."""
     authenticated = AuthMiddlewareStack(TokenAuthMiddleware(inner))
     return HeaderClientsSkipOriginCheck(
         browsers=SameOriginValidator(authenticated), header_clients=authenticated

@@ -1,4 +1,5 @@
-"""Human in the loop (SPEC §5): approve, reject or expire a tool call the dispatch held back.
+"""Human in the loop (docs/architecture.md#human-in-the-loop): approve, reject or expire a tool call
+the dispatch held back.
 
 One service for every surface (REST, the campaign page, the admin) and the expiry job. Each
 answer is one durable transaction under the campaign lock (the lock dispatch and undo take), so

@@ -12,9 +12,9 @@ from django.utils import timezone
 
 from ai_tools import entities, registry
 from ai_tools.base import Powers, ToolContext, WriteTool
-from audit.approval import needs_approval
 from audit.chain import seal
 from audit.models import InvocationOrigin, SecurityEvent, ToolInvocation
+from audit.policy import needs_approval
 from audit.services.common import (
     ToolFailed,
     ToolRefused,
@@ -82,9 +82,10 @@ def invocation_dispatch(
     RuntimeError): the row and its events are final when this returns, never at the mercy of a
     caller's rollback.
 
-    Provenance (SPEC §5): `actor` is whose turn it is; `requested_by` is the person who made the
-    call. It is stored only when that is someone else (the owner posting into a player's turn),
-    so a null `requested_by` always means "the actor, or the GM on the actor's turn".
+    Provenance (docs/architecture.md#the-log-row): `actor` is whose turn it is; `requested_by` is
+    the person who made the call. It is stored only when that is someone else (the owner posting
+    into a player's turn), so a null `requested_by` always means "the actor, or the GM on the
+    actor's turn".
 
     Least privilege (docs/tools.md#who-may-call-what): the call runs with the powers of the
     person who makes it (`requested_by`, else `actor`), or the GM's for the GM's own calls
@@ -92,7 +93,7 @@ def invocation_dispatch(
     held or not: a `failed` row and a `tool_call_denied` security event (from `ip`) in one
     transaction, then CallRefused (403).
 
-    A call the campaign's approval policy holds back (`audit.approval.needs_approval`; never a
+    A call the campaign's approval policy holds back (`audit.policy.needs_approval`; never a
     person's own hand, source `user`) does not run: its row is written `awaiting_approval`
     with a preview of what it would change (`audit.services.preview`), `approval_requested`
     goes out and its expiry is scheduled; `audit.services.approval` takes it from there. A
@@ -190,7 +191,7 @@ def approval_deadline(row: ToolInvocation) -> datetime:
 
 
 def approval_request_data(row: ToolInvocation, *, actor: Any) -> dict[str, Any]:
-    """`approval_requested`'s data (SPEC §7): what the card shows."""
+    """`approval_requested`'s data (docs/api.md#the-live-feed-websocket): what the card shows."""
     return {
         "invocation": str(row.pk),
         "tool_name": row.tool_name,
@@ -392,7 +393,7 @@ def _from_loaded_rows(tool: WriteTool, ctx: ToolContext, keys: list[str]) -> boo
 
 def _event_source(origin: str) -> EventSource:
     """A person's own call (the page's GM hand) broadcasts as `user`; the GM's and the REST
-    tool-call endpoint's as `ai_tool_execution` (SPEC §5, §7)."""
+    tool-call endpoint's as `ai_tool_execution` (docs/api.md#the-live-feed-websocket)."""
     if origin == InvocationOrigin.USER:
         return EventSource.USER
     return EventSource.AI_TOOL_EXECUTION

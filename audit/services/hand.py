@@ -2,10 +2,10 @@
 
 A hand call is a tool call like the AI's: it goes through the audited dispatch, so it is logged
 before it mutates, broadcast, and undoable by the same revert services. Each one opens a turn
-of its own whose actor is the person (SPEC §5: `user` is whose turn it is; `requested_by` stays
-empty, since nobody acts for anyone else). So the log says who did it, the feed shows it as an
-entry of its own, and undoing it is undoing that turn: it never takes the AI's changes of a
-player's turn with it, and undoing a player's turn never takes it either.
+of its own whose actor is the person (docs/architecture.md#the-log-row: `user` is whose turn it is;
+`requested_by` stays empty, since nobody acts for anyone else). So the log says who did it, the feed
+shows it as an entry of its own, and undoing it is undoing that turn: it never takes the AI's
+changes of a player's turn with it, and undoing a player's turn never takes it either.
 """
 
 from typing import Any

@@ -1,4 +1,4 @@
-"""The OpenAPI document says exactly what the server accepts (SPEC §6; checked by schemathesis).
+"""The OpenAPI document says exactly what the server accepts (docs/api.md; checked by schemathesis).
 
 drf-spectacular describes serializers loosely where DRF is strict: it leaves out that a
 `StrictSerializer` refuses unknown fields, that a CharField refuses blank (and, trimmed,

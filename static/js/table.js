@@ -1,4 +1,4 @@
-// The live campaign table (SPEC §7, §8): the page's one entry module, served as is (no build
+// The live campaign table (docs/architecture.md#the-campaign-page-one-renderer-the-server): the page's one entry module, served as is (no build
 // step, no CDN). It loads the page's modules, one concern each, and opens the live connection.
 //
 //   table/http.js      boot data, the REST API and the server's fragments

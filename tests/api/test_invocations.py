@@ -8,8 +8,9 @@ from tests.api.conftest import campaign_url, client_for, play_turn
 
 pytestmark = pytest.mark.django_db
 
-# The keys of GET …/invocations/{iid}/ as SPEC §6 writes them (with `preview`), plus
-# `requested_by` (provenance, SPEC §5) and the approval's answer: additive to the §6 keys.
+# The keys of GET …/invocations/{iid}/ as docs/api.md writes them (with `preview`), plus
+# `requested_by` (provenance, docs/architecture.md#the-log-row) and the approval's answer: additive
+# to the documented keys.
 SPEC_DETAIL = (
     "id, sequence, turn, user, tool_name, tool_tier, input, result, status, error, revertible, "
     "model, source, created_at, committed_at, reverted_at, reverted_by, revert_reason, preview"

@@ -1,7 +1,7 @@
-"""A plan answers as the action would (SPEC §5 Plans before acts): for every caller, over a
-cascade that includes other people's calls, the plan is 403 exactly when the revert or undo is
-(each leaving the same security event), lists as conflicts exactly what the action refuses with
-a 409, and otherwise lists exactly what the action then reverts."""
+"""A plan answers as the action would (docs/architecture.md#revert-and-undo: plans before acts): for
+every caller, over a cascade that includes other people's calls, the plan is 403 exactly when the
+revert or undo is (each leaving the same security event), lists as conflicts exactly what the action
+refuses with a 409, and otherwise lists exactly what the action then reverts."""
 
 from typing import Any
 

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from ai_tools import registry
-from audit.approval import adaptive_approval_reason, needs_approval
 from audit.models import ToolInvocation
+from audit.policy import adaptive_approval_reason, needs_approval
 from audit.services import invocation_dispatch, invocation_revert
 from audit.services.approval import invocation_approve
 from campaigns.models import Campaign

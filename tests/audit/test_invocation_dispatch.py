@@ -82,8 +82,9 @@ def test_state_changes_are_broadcast_after_commit_with_ai_source(
 def test_a_persons_own_call_is_logged_as_user_and_broadcast_as_user(
     world, events, django_capture_on_commit_callbacks
 ):
-    """The page's GM hand (SPEC §8): the same audited tool, its row marked `user`, its events
-    sourced `user` so every browser can tell a person's change from the AI's."""
+    """The page's GM hand (docs/architecture.md#set-up-and-the-gms-hand): the same audited tool, its
+    row marked `user`, its events sourced `user` so every browser can tell a person's change from
+    the AI's."""
     with django_capture_on_commit_callbacks(execute=True):
         row = damage(world, source=InvocationOrigin.USER)
     assert row.status == ToolInvocation.Status.COMMITTED and row.source == "user"

@@ -1,6 +1,6 @@
-"""Revert and undo read what they change under row locks (SPEC §5 Revert: `select_for_update`
-the row(s) and lock the campaign), so two concurrent reverts of one call serialise and exactly
-one of them reverts.
+"""Revert and undo read what they change under row locks (docs/architecture.md#revert-and-undo:
+`select_for_update` the row(s) and lock the campaign), so two concurrent reverts of one call
+serialise and exactly one of them reverts.
 
 The race tests that prove it need PostgreSQL; these pin the locks themselves on every backend.
 Each SELECT the revert compiles is captured with its `select_for_update` flag (SQLite ignores the

@@ -170,7 +170,7 @@ def test_an_unknown_tool_is_an_error_for_the_model_not_a_crash(world, play):
     )
     assert turn.status == Turn.Status.COMPLETED
     assert seen[0].content == {"error": "Unknown tool 'fireball'.", "status": "failed"}
-    row = ToolInvocation.objects.get(turn=turn)  # logged like any refused call (SPEC §5)
+    row = ToolInvocation.objects.get(turn=turn)  # logged like any refused call (a failed row)
     assert (row.tool_name, row.tool_tier, row.status) == ("fireball", "", "failed")
 
 

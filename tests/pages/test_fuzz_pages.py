@@ -2,7 +2,7 @@
 
 Hypothesis draws hostile strings (Unicode digits such as "²" that `str.isdigit` accepts and
 `int` refuses, numbers past a bigint, NUL, non-UUIDs, arbitrary text) into every path segment and
-query parameter of the pages (web/urls.py, the accounts pages), signed in as a member and
+query parameter of the pages (web/pages/urls.py, the accounts pages), signed in as a member and
 signed out. A fresh random seed each run; a failure prints the example and how to replay it."""
 
 from urllib.parse import quote

@@ -1,6 +1,7 @@
-"""The GM's own hand (SPEC §8): the owner and co-GMs change the table from the page through the
-audited dispatch. Each call is logged with source `user` and the person as actor, in a turn of
-its own, broadcast with source `user`, and undone like the AI's calls."""
+"""The GM's own hand (docs/architecture.md#set-up-and-the-gms-hand): the owner and co-GMs change
+the table from the page through the audited dispatch. Each call is logged with source `user` and the
+person as actor, in a turn of its own, broadcast with source `user`, and undone like the AI's
+calls."""
 
 import pytest
 from django.test import Client

@@ -13,7 +13,7 @@ from audit.services import turn_undo
 from campaigns.models import Turn
 from campaigns.services import message_post, turn_create
 from tests.conftest import World, commit, signed_in
-from web.changes import describe
+from web.pages.changes import describe
 
 
 def gm_turn(world: World, message: str, *, actor=None, narration: str = "The GM answers.") -> Turn:

@@ -14,13 +14,14 @@ from django.test import Client
 
 from campaigns.selectors import campaign_state
 from tests.conftest import World, commit, signed_in
-from web import presenters
-from web.board import ROSTERS
+from web.pages import presenters
+from web.pages.board import ROSTERS
 
 JS = Path(finders.find("js"))
 SCRIPTS = {str(path.relative_to(JS)): path.read_text(encoding="utf-8") for path in JS.rglob("*.js")}
 
-# Helpers and words the server's presenters own (web/board.py, web/presenters.py, the templates).
+# Helpers and words the server's presenters own (web/pages/board.py, web/pages/presenters.py,
+# the templates).
 MIRRORS = [
     "hp_percent",
     "hpPercent",

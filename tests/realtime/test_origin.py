@@ -1,5 +1,6 @@
-"""The origin check (SPEC §7): scheme, host and port of `Origin` must be the site's own (or a
-trusted origin), for every browser handshake; only originless token clients skip it."""
+"""The origin check (docs/api.md#the-live-feed-websocket): scheme, host and port of `Origin` must be
+the site's own (or a trusted origin), for every browser handshake; only originless token clients
+skip it."""
 
 from typing import Any
 

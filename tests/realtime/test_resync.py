@@ -1,5 +1,6 @@
-"""Catching up (SPEC §7): every socket starts with `hello` {seq}, `/state/` carries the seq it
-reflects, so a client that was away knows what it missed and resyncs without drifting."""
+"""Catching up (docs/api.md#the-live-feed-websocket): every socket starts with `hello` {seq},
+`/state/` carries the seq it reflects, so a client that was away knows what it missed and resyncs
+without drifting."""
 
 import threading
 from typing import Any

@@ -17,7 +17,7 @@ from ai_tools import registry
 from ai_tools.base import Tier
 from audit.models import ToolInvocation
 from campaigns.selectors import creature_names_in
-from web.presenters import with_names
+from web.pages.presenters import with_names
 
 TIER_COLOURS = {
     Tier.CRITICAL: "#ba2121",

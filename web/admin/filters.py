@@ -13,7 +13,7 @@ from django.db import connections, router
 from django.db.models import Model, QuerySet
 
 from campaigns.models import Campaign
-from web.forms import ascii_uuid
+from web.shared import ascii_uuid
 
 BLANK = "-"
 

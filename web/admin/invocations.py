@@ -35,7 +35,7 @@ from web.admin.reverting import (
     RevertPageMixin,
     revert_and_report,
 )
-from web.forms import ascii_uuid
+from web.shared import ascii_uuid
 
 LIST_DEFERRED = (
     "input",

@@ -35,7 +35,7 @@ from core.errors import Conflict, Forbidden
 from core.permissions import is_audit_staff
 from web.admin.display import compact_json, invocation_link, label, summary
 from web.admin.refusals import NO_PERMISSION, admin_denial, service_refusals
-from web.presenters import with_names
+from web.pages.presenters import with_names
 
 SKIP_REASONS = {
     "already_reverted": "it was already reverted",

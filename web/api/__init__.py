@@ -1,1 +1,1 @@
-"""The REST API of the game world (SPEC §6): auth, campaign set-up, state and turns."""
+"""The REST API of the game world (docs/api.md): auth, campaign set-up, state and turns."""

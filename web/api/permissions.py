@@ -14,7 +14,7 @@ from campaigns.selectors import is_member
 from core.errors import Forbidden
 
 # The token's drag is the world's one rule for acting on a creature (`may_act_on`); the map
-# (web/board.py) marks tokens with it under this name.
+# (web/pages/board.py) marks tokens with it under this name.
 may_move_token = may_act_on
 
 

@@ -1,4 +1,4 @@
-"""Dice rolled from the page or by any client (SPEC §8 Play aids): the roll is made with the
+"""Dice rolled from the page or by any client (docs/api.md#dice): the roll is made with the
 `roll_dice` tool's dice (`ai_tools.dice`), kept in the feed and shown live to every client."""
 
 from typing import Any

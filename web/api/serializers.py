@@ -243,8 +243,9 @@ StateSerializer = type(
     (serializers.Serializer,),
     {
         "__module__": __name__,
-        "__doc__": "The canonical dump of `campaigns.selectors.campaign_state` (SPEC §3), with "
-        "`seq`: the campaign's last realtime event that the dump reflects (SPEC §7).",
+        "__doc__": "The canonical dump of `campaigns.selectors.campaign_state` "
+        "(docs/architecture.md#the-game-world), with `seq`: the campaign's last realtime event "
+        "that the dump reflects (docs/api.md#the-live-feed-websocket).",
         "seq": serializers.IntegerField(min_value=0),
         "campaign": serializers.DictField(),
         **{table: serializers.ListField(child=serializers.DictField()) for table in STATE_TABLES},

@@ -1,6 +1,6 @@
-"""A person's own token move from the map (SPEC §8 Play aids): the `move_token` tool through the
-audited dispatch with the origin `user`, so the move is in the log, undoable like the GM's calls
-(`…/invocations/{iid}/revert/`), and its `state_changed` event carries the source `user`.
+"""A person's own token move from the map (docs/api.md#moving-a-token): the `move_token` tool
+through the audited dispatch with the origin `user`, so the move is in the log, undoable like the
+GM's calls (`…/invocations/{iid}/revert/`), and its `state_changed` event carries the source `user`.
 
 Who may: a player their own PC, the owner and the co-GMs any token
 (`web.api.permissions.require_may_move_token`). A non-member and a creature of another campaign
@@ -24,7 +24,7 @@ from core.api.base import ApiView, StrictSerializer, client_ip
 from core.api.errors import error_responses
 from web.api.audit import serializers as s
 from web.api.permissions import require_may_move_token
-from web.api.views import validated, visible_campaign
+from web.shared import validated, visible_campaign
 
 
 def _cell(axis: str) -> serializers.IntegerField:

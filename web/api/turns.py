@@ -1,23 +1,38 @@
-"""Stopping the GM on a turn, and running it again on an undone one (SPEC §5 Durable GM turns).
+"""Every endpoint of a turn: the turns of a campaign and a new one, an agent's tool call into
+one, stopping the GM on it and running it again on an undone one, and its undo with the plan
+of it (docs/architecture.md#durable-gm-turns, #revert-and-undo).
 
-Who may: the turn's actor, or whoever may revert it (`audit.permissions.may_revert`). A
-non-member gets 404 and a turn of another campaign is 404; a member without the right gets 403
+A non-member gets 404 and a turn of another campaign is 404; a member without the right gets 403
 and a SecurityEvent; a turn in the wrong state is 409 with a `detail` that says why.
 """
 
 from typing import Any
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from audit import services as audit_services
+from audit.models import InvocationOrigin, ToolInvocation
 from audit.permissions import recording_denials
 from audit.selectors import turn_list
-from core.api.base import ApiView, StrictSerializer, client_ip
-from core.api.errors import error_responses
-from gm.services import turn_cancel, turn_retry
-from web.api.serializers import TurnSerializer
-from web.api.views import validated, visible_campaign
+from campaigns import services as campaign_services
+from campaigns.selectors import turn_get
+from core.api.base import ApiListView, ApiView, ResultsPagination, StrictSerializer, client_ip
+from core.api.errors import RefusedSerializer, error_responses
+from gm.services import turn_cancel, turn_retry, turn_submit
+from web.api.audit import serializers as audit_s
+from web.api.audit.permissions import authorize_tool_call
+from web.api.audit.views import RevertActionView, RevertPlanView, revert_action_schema
+from web.api.permissions import require_member
+from web.api.serializers import TurnCreateInput, TurnSerializer
+from web.shared import validated, visible_campaign
+
+
+class TurnPagination(ResultsPagination):
+    ordering = "-created_at"
+    page_size = 20
 
 
 class NoInput(StrictSerializer):
@@ -70,3 +85,116 @@ class TurnRetryView(ApiView):
         with recording_denials(user=request.user, ip=client_ip(request)):
             turn = turn_retry(campaign_id=campaign_id, turn_id=turn_id, user=request.user)
         return Response(_turn_body(request, campaign_id, turn.pk))
+
+
+@extend_schema(tags=["turns"])
+class TurnListView(ApiListView):
+    """Turns, newest first, each with its chat messages and a summary of its tool calls;
+    posting a message opens a new turn for the caller, queued for the configured GM, which a
+    worker answers (the response does not wait for it)."""
+
+    serializer_class = TurnSerializer
+    pagination_class = TurnPagination
+
+    def get_queryset(self):
+        return turn_list(campaign=visible_campaign(self.request, self.kwargs["campaign_id"]))
+
+    @extend_schema(
+        summary="Turns, newest first, with their messages and invocation summaries",
+        responses={200: TurnSerializer(many=True), **error_responses()},
+    )
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().get(request, *args, **kwargs)
+
+    @extend_schema(
+        summary="Post a player's message as a new turn, queued for the GM unless run_gm is false",
+        request=TurnCreateInput,
+        responses={201: TurnSerializer, **error_responses(403)},
+    )
+    def post(self, request: Request, campaign_id: Any) -> Response:
+        campaign = visible_campaign(request, campaign_id)
+        with recording_denials(user=request.user, ip=client_ip(request)):
+            require_member(campaign=campaign, user=request.user, action="turn_create")
+        data = validated(TurnCreateInput, request.data)
+        create = turn_submit if data["run_gm"] else campaign_services.turn_create
+        turn = create(campaign=campaign, actor=request.user, message=data["message"])
+        return Response(
+            TurnSerializer(turn_list(campaign=campaign).get(pk=turn.pk)).data,
+            status=status.HTTP_201_CREATED,
+        )
+
+
+@extend_schema(tags=["turns"])
+class ToolCallView(ApiView):
+    """An external agent's tool call, run as the turn's actor through the audited dispatch:
+    logged before it mutates, undoable afterwards. Only the turn's actor or the owner may post,
+    and the call has the caller's powers (least privilege: a player's reach their own character
+    only; docs/tools.md#who-may-call-what)."""
+
+    @extend_schema(
+        summary="Run a write tool in this turn through the audited dispatch",
+        request=audit_s.ToolCallInput,
+        responses={
+            201: OpenApiResponse(audit_s.ToolCallResultSerializer, "Committed."),
+            202: OpenApiResponse(
+                audit_s.ToolCallHeldSerializer,
+                "Held for approval (the campaign's policy): nothing changed yet; `preview` says "
+                "what it would change. Approve or reject it at …/invocations/{id}/approve/.",
+            ),
+            422: OpenApiResponse(
+                audit_s.ToolCallFailedSerializer,
+                "Invalid input or a tool error: a failed row was logged, nothing changed.",
+            ),
+            403: OpenApiResponse(
+                RefusedSerializer,
+                "Not the turn's actor or the owner, or least privilege refused the call (then "
+                "`invocation` is its failed log row); a security event is recorded.",
+            ),
+            **error_responses(409, 503),
+        },
+    )
+    def post(self, request: Request, campaign_id: Any, turn_id: int) -> Response:
+        campaign = visible_campaign(request, campaign_id)
+        turn = turn_get(campaign=campaign, turn_id=turn_id)
+        with recording_denials(user=request.user, ip=client_ip(request)):
+            authorize_tool_call(user=request.user, campaign=campaign, turn=turn)
+        data = validated(audit_s.ToolCallInput, request.data)
+        row = audit_services.invocation_dispatch(
+            campaign=campaign,
+            actor=turn.actor,
+            tool_name=data["tool"],
+            input=data["input"],
+            turn=turn,
+            model=data["model"],
+            source=InvocationOrigin.API,
+            requested_by=request.user,
+            ip=client_ip(request),
+        )
+        body = {"invocation": row.pk, "status": row.status, "result": row.result}
+        if row.status == ToolInvocation.Status.FAILED:
+            failed = audit_s.ToolCallFailedSerializer({**body, "detail": row.error})
+            return Response(failed.data, status=status.HTTP_422_UNPROCESSABLE_ENTITY)
+        if row.status == ToolInvocation.Status.AWAITING_APPROVAL:
+            held = {**body, "preview": audit_s.public_preview(row.preview)}
+            return Response(
+                audit_s.ToolCallHeldSerializer(held).data, status=status.HTTP_202_ACCEPTED
+            )
+        return Response(audit_s.ToolCallResultSerializer(body).data, status=status.HTTP_201_CREATED)
+
+
+@revert_action_schema(
+    "turns", "Undo a turn: revert its committed invocations newest first, atomically"
+)
+class TurnUndoView(RevertActionView):
+    """Undo a whole turn (the original actor, the owner, a co-GM holding the grant, or
+    staff). Idempotent: a second undo reports every invocation as `already_reverted`."""
+
+    service = staticmethod(audit_services.turn_undo)
+    result_serializer = audit_s.UndoResultSerializer
+
+
+@extend_schema(tags=["turns"])
+class TurnUndoPlanView(RevertPlanView):
+    """What undoing this turn would do (`…/undo-plan/`)."""
+
+    plan_of = staticmethod(audit_services.turn_undo_plan)

@@ -27,8 +27,11 @@ urlpatterns = [
     ),
     path(CAMPAIGN + "chapters/", views.ChapterCreateView.as_view(), name="api-chapters"),
     path(CAMPAIGN + "dungeons/", views.DungeonCreateView.as_view(), name="api-dungeons"),
-    path(CAMPAIGN + "turns/", views.TurnListView.as_view(), name="api-turns"),
+    path(CAMPAIGN + "turns/", turns.TurnListView.as_view(), name="api-turns"),
     path(CAMPAIGN + "rolls/", rolls.RollListView.as_view(), name="api-rolls"),
+    path(TURN + "tool-calls/", turns.ToolCallView.as_view(), name="api-tool-calls"),
     path(TURN + "cancel/", turns.TurnCancelView.as_view(), name="api-turn-cancel"),
     path(TURN + "retry/", turns.TurnRetryView.as_view(), name="api-turn-retry"),
+    path(TURN + "undo/", turns.TurnUndoView.as_view(), name="api-turn-undo"),
+    path(TURN + "undo-plan/", turns.TurnUndoPlanView.as_view(), name="api-turn-undo-plan"),
 ]

@@ -1,4 +1,5 @@
-"""Campaign set-up, state and turns. Each view validates, calls one service, serializes.
+"""Campaign set-up and state. Each view validates, calls one service, serializes (the turns
+are `web.api.turns`).
 
 Every path under a campaign first resolves the campaign with `campaign_get_visible`, so a
 non-member gets 404 before anything else is looked at; role checks come after and their
@@ -14,11 +15,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from audit.permissions import recording_denials
-from audit.selectors import turn_list
 from campaigns import services
 from campaigns.models import ApprovalPolicyChange, Campaign, Creature
 from campaigns.selectors import (
-    campaign_get_visible,
     campaign_list_for_member,
     campaign_state_at_seq,
     creature_get,
@@ -32,28 +31,13 @@ from core.api.base import (
     with_post_schema,
 )
 from core.api.errors import error_responses
-from gm.services import turn_submit
 from web.api import serializers as s
-from web.api.permissions import require_may_create_creature, require_member, require_owner
-
-
-def validated(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
-    serializer = serializer_class(data=data)
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
-
-
-def visible_campaign(request: Request, campaign_id: Any) -> Campaign:
-    return campaign_get_visible(campaign_id=campaign_id, user=request.user)
+from web.api.permissions import require_may_create_creature, require_owner
+from web.shared import validated, visible_campaign
 
 
 class CampaignPagination(ResultsPagination):
     ordering = "-created_at"
-
-
-class TurnPagination(ResultsPagination):
-    ordering = "-created_at"
-    page_size = 20
 
 
 @extend_schema(tags=["campaigns"])
@@ -240,40 +224,3 @@ class DungeonCreateView(OwnerCreateView):
     service = staticmethod(services.dungeon_create)
     input_serializer = s.DungeonCreateInput
     output_serializer = s.DungeonSerializer
-
-
-@extend_schema(tags=["turns"])
-class TurnListView(ApiListView):
-    """Turns, newest first, each with its chat messages and a summary of its tool calls;
-    posting a message opens a new turn for the caller, queued for the configured GM, which a
-    worker answers (the response does not wait for it)."""
-
-    serializer_class = s.TurnSerializer
-    pagination_class = TurnPagination
-
-    def get_queryset(self):
-        return turn_list(campaign=visible_campaign(self.request, self.kwargs["campaign_id"]))
-
-    @extend_schema(
-        summary="Turns, newest first, with their messages and invocation summaries",
-        responses={200: s.TurnSerializer(many=True), **error_responses()},
-    )
-    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return super().get(request, *args, **kwargs)
-
-    @extend_schema(
-        summary="Post a player's message as a new turn, queued for the GM unless run_gm is false",
-        request=s.TurnCreateInput,
-        responses={201: s.TurnSerializer, **error_responses(403)},
-    )
-    def post(self, request: Request, campaign_id: Any) -> Response:
-        campaign = visible_campaign(request, campaign_id)
-        with recording_denials(user=request.user, ip=client_ip(request)):
-            require_member(campaign=campaign, user=request.user, action="turn_create")
-        data = validated(s.TurnCreateInput, request.data)
-        create = turn_submit if data["run_gm"] else services.turn_create
-        turn = create(campaign=campaign, actor=request.user, message=data["message"])
-        return Response(
-            s.TurnSerializer(turn_list(campaign=campaign).get(pk=turn.pk)).data,
-            status=status.HTTP_201_CREATED,
-        )

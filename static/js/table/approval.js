@@ -1,4 +1,4 @@
-// The approval card (SPEC §8): the calls waiting for a person, drawn by the server for whoever
+// The approval card (docs/architecture.md#human-in-the-loop): the calls waiting for a person, drawn by the server for whoever
 // looks (`/approvals/`: the diff, Approve/Reject for those who may, a waiting note for the
 // rest). It is fetched on load and again whenever a call is held or answered, so it appears and
 // disappears live for everyone; the buttons post to the REST API with the session's CSRF token.

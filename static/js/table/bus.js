@@ -5,7 +5,7 @@
 //   import { on } from "./table/bus.js";
 //   on("approval_requested", (event) => ...);
 //
-// Handlers receive the event as SPEC §7 describes it ({type, source, campaign, seq, turn,
+// Handlers receive the event as docs/api.md#the-live-feed-websocket describes it ({type, source, campaign, seq, turn,
 // invocation, data, at}). Several modules may listen to one type; none draws the game's facts
 // itself: they fetch the server's fragment for what changed (board.js, feed.js).
 

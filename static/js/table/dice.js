@@ -1,4 +1,4 @@
-// Dice from the campaign page (SPEC §8): a roll goes through the REST API, like everything that
+// Dice from the campaign page (docs/api.md#dice): a roll goes through the REST API, like everything that
 // changes the table, and is drawn in the feed by the server's own fragment (feed.js, on its
 // `dice_rolled` event); the roller also draws it as soon as the API answers, in case their
 // socket is down.

@@ -1,4 +1,4 @@
-// The battle map's hands (SPEC §8 Play aids). The map itself is drawn by the server
+// The battle map's hands (docs/architecture.md, "The battle map"). The map itself is drawn by the server
 // (`_map_grid.html`: the grid, fog, a token per creature with its HP ring, the active
 // combatant, and whether this person may drag it, by the API's own rule); this module swaps
 // fresh drawings into the same tokens, so focus, a drag in progress and the glide of a move

@@ -1,4 +1,4 @@
-// Set-up and the GM's hand on the campaign page (SPEC §8). The forms work without this script
+// Set-up and the GM's hand on the campaign page (docs/architecture.md#set-up-and-the-gms-hand). The forms work without this script
 // (a normal POST, then the page again); with it they post in the background and stay put. What
 // they change reaches every open page, this one included, as events, and the board (with the
 // forms' choices and the member list) is drawn again by the server (board.js).

@@ -1,4 +1,4 @@
-// The live connection (SPEC §7). Events are numbered per campaign: they go to the bus in
+// The live connection (docs/api.md#the-live-feed-websocket). Events are numbered per campaign: they go to the bus in
 // order; a gap still open after REORDER_WAIT means one was lost, and the page reloads the
 // feed and the board from the server instead of drifting. Every connection opens with `hello`
 // {seq: the campaign's last event}: a page that has seen less catches up the same way.

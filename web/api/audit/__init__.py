@@ -1,1 +1,1 @@
-"""The REST API of the invocation log (SPEC §5, §6): tool calls, the log, revert, undo, plans."""
+"""The REST API of the invocation log (docs/api.md): tool calls, the log, revert, undo, plans."""

@@ -1,4 +1,4 @@
-"""Shapes of the invocation-log API. Keys are the contract of SPEC §6."""
+"""Shapes of the invocation-log API. Keys are the contract of docs/api.md."""
 
 from typing import Any
 

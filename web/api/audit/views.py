@@ -1,4 +1,6 @@
-"""The invocation log over HTTP: agents' tool calls, the log, revert, undo and their plans.
+"""The invocation log over HTTP: the log, revert, approval and their plans, and analytics. The
+turn endpoints (tool calls, undo and its plan among them) are `web.api.turns`, on the revert
+views' shapes defined here.
 
 Revert, undo and plans are decided entirely by `audit.services` (404 for what the caller may not
 see, 403 recorded as a security event, 409 with the conflicting ids); these views validate the
@@ -8,18 +10,16 @@ body, pass the caller's IP for the security log, and render the outcome.
 from collections.abc import Callable
 from typing import Any
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
-from rest_framework import serializers, status
+from drf_spectacular.utils import extend_schema, extend_schema_view
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from audit import services
 from audit.analytics import analytics_scope, tool_stats
-from audit.models import InvocationOrigin, ToolInvocation
 from audit.permissions import recording_denials
 from audit.selectors import invocation_get, invocation_list
 from audit.services import approval
-from campaigns.selectors import turn_get
 from core.api.base import (
     ApiListView,
     ApiView,
@@ -27,70 +27,13 @@ from core.api.base import (
     client_ip,
     with_post_schema,
 )
-from core.api.errors import RefusedSerializer, error_responses
+from core.api.errors import error_responses
 from web.api.audit import serializers as s
-from web.api.audit.permissions import authorize_tool_call
-from web.api.views import validated, visible_campaign
+from web.shared import validated, visible_campaign
 
 
 class InvocationPagination(ResultsPagination):
     ordering = "-sequence"
-
-
-@extend_schema(tags=["turns"])
-class ToolCallView(ApiView):
-    """An external agent's tool call, run as the turn's actor through the audited dispatch:
-    logged before it mutates, undoable afterwards. Only the turn's actor or the owner may post,
-    and the call has the caller's powers (least privilege: a player's reach their own character
-    only; docs/tools.md#who-may-call-what)."""
-
-    @extend_schema(
-        summary="Run a write tool in this turn through the audited dispatch",
-        request=s.ToolCallInput,
-        responses={
-            201: OpenApiResponse(s.ToolCallResultSerializer, "Committed."),
-            202: OpenApiResponse(
-                s.ToolCallHeldSerializer,
-                "Held for approval (the campaign's policy): nothing changed yet; `preview` says "
-                "what it would change. Approve or reject it at …/invocations/{id}/approve/.",
-            ),
-            422: OpenApiResponse(
-                s.ToolCallFailedSerializer,
-                "Invalid input or a tool error: a failed row was logged, nothing changed.",
-            ),
-            403: OpenApiResponse(
-                RefusedSerializer,
-                "Not the turn's actor or the owner, or least privilege refused the call (then "
-                "`invocation` is its failed log row); a security event is recorded.",
-            ),
-            **error_responses(409, 503),
-        },
-    )
-    def post(self, request: Request, campaign_id: Any, turn_id: int) -> Response:
-        campaign = visible_campaign(request, campaign_id)
-        turn = turn_get(campaign=campaign, turn_id=turn_id)
-        with recording_denials(user=request.user, ip=client_ip(request)):
-            authorize_tool_call(user=request.user, campaign=campaign, turn=turn)
-        data = validated(s.ToolCallInput, request.data)
-        row = services.invocation_dispatch(
-            campaign=campaign,
-            actor=turn.actor,
-            tool_name=data["tool"],
-            input=data["input"],
-            turn=turn,
-            model=data["model"],
-            source=InvocationOrigin.API,
-            requested_by=request.user,
-            ip=client_ip(request),
-        )
-        body = {"invocation": row.pk, "status": row.status, "result": row.result}
-        if row.status == ToolInvocation.Status.FAILED:
-            failed = s.ToolCallFailedSerializer({**body, "detail": row.error})
-            return Response(failed.data, status=status.HTTP_422_UNPROCESSABLE_ENTITY)
-        if row.status == ToolInvocation.Status.AWAITING_APPROVAL:
-            held = {**body, "preview": s.public_preview(row.preview)}
-            return Response(s.ToolCallHeldSerializer(held).data, status=status.HTTP_202_ACCEPTED)
-        return Response(s.ToolCallResultSerializer(body).data, status=status.HTTP_201_CREATED)
 
 
 @extend_schema(tags=["invocations"])
@@ -200,17 +143,6 @@ def revert_action_schema(tag: str, summary: str) -> Callable[[type], type]:
     )
 
 
-@revert_action_schema(
-    "turns", "Undo a turn: revert its committed invocations newest first, atomically"
-)
-class TurnUndoView(RevertActionView):
-    """Undo a whole turn (the original actor, the owner, a co-GM holding the grant, or
-    staff). Idempotent: a second undo reports every invocation as `already_reverted`."""
-
-    service = staticmethod(services.turn_undo)
-    result_serializer = s.UndoResultSerializer
-
-
 @revert_action_schema("invocations", "Revert one invocation (idempotent)")
 class InvocationRevertView(RevertActionView):
     """Revert one invocation (same permission as undo). Idempotent; a later invocation
@@ -220,11 +152,13 @@ class InvocationRevertView(RevertActionView):
     result_serializer = s.RevertResultSerializer
 
 
-@extend_schema(tags=["invocations"])
 class RevertPlanView(ApiView):
-    """What reverting this invocation (`…/revert-plan/`) or undoing this turn (`…/undo-plan/`)
-    would do: the invocations it would revert, the later ones in the way, and each changed field
-    before → after → now. Computed without changing anything; the confirm dialog shows it."""
+    """What a revert would do, computed without changing anything: the invocations it would
+    revert, the later ones in the way, and each changed field before → after → now. The
+    confirm dialog shows it. A subclass names the plan service (`turn_undo_plan`,
+    `invocation_revert_plan`)."""
+
+    plan_of: Callable[..., Any]
 
     @extend_schema(
         summary="What the revert would do, computed without changing anything",
@@ -235,10 +169,7 @@ class RevertPlanView(ApiView):
         visible_campaign(request, campaign_id)
         query = s.PlanQuery(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
-        plan_of = (
-            services.turn_undo_plan if "turn_id" in target else services.invocation_revert_plan
-        )
-        plan = plan_of(
+        plan = self.plan_of(
             campaign_id=campaign_id,
             user=request.user,
             ip=client_ip(request),
@@ -246,6 +177,13 @@ class RevertPlanView(ApiView):
             **target,
         )
         return Response(s.PlanSerializer(plan).data)
+
+
+@extend_schema(tags=["invocations"])
+class InvocationRevertPlanView(RevertPlanView):
+    """What reverting this invocation would do (`…/revert-plan/`)."""
+
+    plan_of = staticmethod(services.invocation_revert_plan)
 
 
 @extend_schema(tags=["analytics"])

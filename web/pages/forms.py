@@ -2,7 +2,6 @@
 input serializers (`web.api.serializers`); the two here have no API twin."""
 
 import re
-import uuid
 from typing import Any
 
 from django import forms
@@ -62,14 +61,6 @@ def refused(form: forms.Form) -> exceptions.ValidationError:
     return exceptions.ValidationError(
         {field: [error["message"] for error in messages] for field, messages in errors.items()}
     )
-
-
-def ascii_uuid(text: str) -> uuid.UUID:
-    """`uuid.UUID` for an id someone typed. It reads its hex through int(), which takes every
-    script's digits ("１２…" would name the row "12…"); an id is ASCII. ValueError otherwise."""
-    if not text.isascii():
-        raise ValueError(f"{text!r} is not a UUID")
-    return uuid.UUID(text)
 
 
 def as_json(serializer_class: type[serializers.Serializer], fields: dict[str, str]) -> dict:

@@ -1,10 +1,10 @@
 """The game world shaped for people: the campaign page, its feed and its undo dialog.
 
 One renderer: every fragment of the page is drawn by the server's templates from what these
-functions return (the board's parts are shaped in `web.board`); the page's script only swaps the
-server's fragments in (docs/architecture.md). Each is drawn as its viewer may see the world
-(`campaigns.visibility`): a player's board, feed and undo dialog tell nothing of what the fog
-hides.
+functions return (the board's parts are shaped in `web.pages.board`); the page's script only
+swaps the server's fragments in (docs/architecture.md). Each is drawn as its viewer may see the
+world (`campaigns.visibility`): a player's board, feed and undo dialog tell nothing of what the
+fog hides.
 """
 
 import re
@@ -41,8 +41,8 @@ from campaigns.visibility import (
     state_seen,
 )
 from gm.services import STOPPABLE
-from web import board as boards
-from web.changes import concealed, describe
+from web.pages import board as boards
+from web.pages.changes import concealed, describe
 
 FEED_TURNS = 50
 FEED_ROLLS = 50
@@ -65,7 +65,8 @@ CALL_LABELS = {
     ToolInvocation.Status.PENDING: "running",
     ToolInvocation.Status.FAILED: "refused",
     ToolInvocation.Status.REVERTED: "undone",
-    # Held for a person's answer (SPEC §5 approval); answered no, or never, it did not happen.
+    # Held for a person's answer (docs/architecture.md#human-in-the-loop); answered no, or never, it
+    # did not happen.
     ToolInvocation.Status.AWAITING_APPROVAL: "awaiting approval",
     ToolInvocation.Status.REJECTED: "rejected: not done",
     ToolInvocation.Status.EXPIRED: "not approved in time: not done",
@@ -86,7 +87,8 @@ class ToolCallCard:
 
     @property
     def provenance(self) -> str:
-        """A call someone else made on the actor's turn says so (SPEC §5 Provenance)."""
+        """A call someone else made on the actor's turn says so (provenance:
+        docs/architecture.md#the-log-row)."""
         return f"by {self.requested_by} for {self.actor}" if self.requested_by else ""
 
     @property

@@ -1,4 +1,5 @@
-"""People's pages: sign-in/up, the campaign list and the campaign page (SPEC §8)."""
+"""People's pages: sign-in/up, the campaign list and the campaign page
+(docs/architecture.md#the-campaign-page-one-renderer-the-server)."""
 
 from django.contrib.auth import views as auth_views
 from django.templatetags.static import static
@@ -6,7 +7,7 @@ from django.urls import path
 from django.utils.functional import lazy
 from django.views.generic import RedirectView
 
-from web import approvals, setup, views
+from web.pages import approvals, setup, views
 
 CAMPAIGN = "campaigns/<uuid:campaign_id>/"
 

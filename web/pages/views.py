@@ -1,4 +1,5 @@
-"""People's pages (SPEC §8): sign-up, the campaign list and the live campaign page.
+"""People's pages (docs/architecture.md#the-campaign-page-one-renderer-the-server): sign-up, the
+campaign list and the live campaign page.
 
 Views validate, call one selector or service, and render. Play itself (messages, undo) goes
 through the REST API from the page's script, so the browser and API clients share one path.
@@ -25,13 +26,13 @@ from campaigns.selectors import campaign_get_for_member, campaign_list_for_membe
 from campaigns.services import campaign_create, campaign_set_approval_policy
 from core.api.base import client_ip
 from core.errors import Forbidden, NotFound
-from web import presenters
 from web.accounts import ExpiringTokenAuthentication, SignupRateThrottle, too_many
 from web.api import serializers as s
 from web.api.permissions import require_owner
-from web.api.views import validated
-from web.forms import ApprovalPolicyForm, CampaignForm, posted_fields, refused
 from web.negotiation import wants_json
+from web.pages import presenters
+from web.pages.forms import ApprovalPolicyForm, CampaignForm, posted_fields, refused
+from web.shared import validated
 
 # A turn's or roll's id as the URL converters take it: ASCII digits only (str.isdigit also takes
 # "²", which int() refuses), and short enough for a bigint.
@@ -56,10 +57,9 @@ def signed_in(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
 
 
 def member_campaign(request: HttpRequest, campaign_id: Any) -> Campaign:
-    try:
-        return campaign_get_for_member(campaign_id=campaign_id, user=request.user)
-    except NotFound as exc:
-        raise Http404(exc.detail) from exc  # a script reads the API's words for it
+    """The campaign of the path; NotFound for a stranger (`web.middleware` answers it: a page for
+    people, the API's JSON for a script)."""
+    return campaign_get_for_member(campaign_id=campaign_id, user=request.user)
 
 
 @require_http_methods(["GET", "POST"])
@@ -172,10 +172,7 @@ def _roll_fragment(request: HttpRequest, campaign: Campaign, roll_id: str) -> Ht
     the feed of its own."""
     if not FEED_ID.fullmatch(roll_id):
         raise Http404("No such roll.")
-    try:
-        roll = presenters.roll_entry(campaign=campaign, roll_id=int(roll_id))
-    except NotFound as exc:
-        raise Http404("No such roll.") from exc
+    roll = presenters.roll_entry(campaign=campaign, roll_id=int(roll_id))
     template = "campaigns/_roll.html" if roll.turn_id else "campaigns/_roll_entry.html"
     return render(request, template, {"roll": roll})
 

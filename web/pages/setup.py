@@ -1,4 +1,5 @@
-"""Set-up from the browser and the GM's own hand (SPEC §8): the campaign page's forms.
+"""Set-up from the browser and the GM's own hand (docs/architecture.md#set-up-and-the-gms-hand): the
+campaign page's forms.
 
 Each form posts here with the session and its CSRF token, and is validated by the API's own
 input serializers and handled by the API's services, so a form and the REST API accept, refuse
@@ -27,13 +28,13 @@ from campaigns.selectors import creature_get, invite_get_usable
 from core.api.base import client_ip
 from core.api.errors import exception_handler
 from core.errors import AppError, InvalidInput
-from web import presenters
 from web.api import serializers as s
 from web.api.permissions import require_gm, require_may_create_creature, require_owner
-from web.api.views import validated
-from web.forms import HandInput, InviteCreateInput, as_json, posted_fields
 from web.negotiation import wants_json
-from web.views import member_campaign, signed_in
+from web.pages import presenters
+from web.pages.forms import HandInput, InviteCreateInput, as_json, posted_fields
+from web.pages.views import member_campaign, signed_in
+from web.shared import validated
 
 Action = Callable[..., dict[str, Any]]
 

@@ -1,11 +1,12 @@
-"""The campaign page's approval card (SPEC §8): the calls of this table that wait for a person,
-drawn by the server for the person looking — the diff, and Approve/Reject for those the one rule
-lets answer (`audit.permissions.may_approve`, `may_reject`), a waiting note for everyone else.
-The page's script (`static/js/table/approval.js`) swaps the fragment in on load and whenever an
-`approval_requested` or `approval_resolved` event arrives; its buttons post to the REST API's
-approve/reject, with the session and the CSRF token, like the rest of the page. A player reads a
-held call that tells of a creature the fog hides only as something happening in the fog, without
-its diff (`campaigns.visibility`, as the `approval_requested` event tells it)."""
+"""The campaign page's approval card (docs/architecture.md#human-in-the-loop): the calls of this
+table that wait for a person, drawn by the server for the person looking — the diff, and
+Approve/Reject for those the one rule lets answer (`audit.permissions.may_approve`,
+`may_reject`), a waiting note for everyone else. The page's script (`static/js/table/approval.js`)
+swaps the fragment in on load and whenever an `approval_requested` or `approval_resolved` event
+arrives; its buttons post to the REST API's approve/reject, with the session and the CSRF token,
+like the rest of the page. A player reads a held call that tells of a creature the fog hides only
+as something happening in the fog, without its diff (`campaigns.visibility`, as the
+`approval_requested` event tells it)."""
 
 from typing import Any
 
@@ -21,8 +22,8 @@ from audit.services.dispatch import approval_deadline
 from campaigns.models import Campaign
 from campaigns.selectors import creature_names_in
 from campaigns.visibility import HIDDEN_CHANGE, Fog, held_call_hidden
-from web.presenters import names_seen, players_fog, with_names
-from web.views import member_campaign
+from web.pages.presenters import names_seen, players_fog, with_names
+from web.pages.views import member_campaign
 
 
 @login_required
