@@ -7,9 +7,10 @@ HTTP runs the middleware chain and the view in one worker thread (`OneHopASGIHan
 
 Once everything is imported, the objects made so far (modules, classes, settings, URL patterns:
 hundreds of thousands, alive for the life of the process) are moved out of the garbage
-collector's reach (`gc.freeze`). Otherwise every full collection walks them all, a pause of a
-hundred milliseconds or more in the thread that runs every websocket send, which showed as the
-slowest event of a round in bench/ws_fanout.py.
+collector's reach (`gc.freeze`). Otherwise every full collection walks them all, a pause in the
+thread that runs every websocket send, and an event sent during it reaches its sockets that much
+later (the figures, without and with the freeze:
+docs/performance.md#ws_fanoutpy-an-undo-reaching-10-50-200-websocket-clients).
 """
 
 import gc
@@ -29,7 +30,9 @@ class OneHopASGIHandler(ASGIHandler):
     view: 16 crossings for a plain page, each a hand-over through the event loop, which under
     load is the busiest thread in the server. Every view here is synchronous, so the chain is
     built as WSGI builds it and the event loop hands the request to the worker thread once
-    (thread sensitive: in the request's own thread, as Django's async path runs sync code)."""
+    (thread sensitive: in the request's own thread, as Django's async path runs sync code).
+    What that saves a server:
+    docs/performance.md#asgi_handlerpy-what-an-http-request-costs-the-server."""
 
     def load_middleware(self, is_async: bool = False) -> None:
         super().load_middleware(is_async=False)

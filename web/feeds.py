@@ -1,11 +1,12 @@
 """A campaign's feed in one server process: one channel-layer subscription per campaign, however
 many of its sockets the process holds, forwarding each event batch to all of them in order.
 
-With a channel per socket, a broadcast to 200 sockets of one process made channels-redis wake
-200 receive loops (tasks, futures and a channel-name check each) before any byte left; the feed
-receives the batch once and hands its texts (serialised once, by `campaigns.realtime`) to each
-socket directly: the GM's texts to a GM's socket, the players' to a player's (a batch carries
-both, worked out once by the publisher; `campaigns.visibility`).
+A channel per socket would make channels-redis wake one receive loop per socket (tasks, futures
+and a channel-name check each) for every broadcast before any byte left; the feed receives the
+batch once and hands its texts (serialised once, by `campaigns.realtime`) to each socket
+directly: the GM's texts to a GM's socket, the players' to a player's (a batch carries both,
+worked out once by the publisher; `campaigns.visibility`). What that saves a server:
+docs/performance.md#ws_fanoutpy-an-undo-reaching-10-50-200-websocket-clients.
 """
 
 import asyncio
