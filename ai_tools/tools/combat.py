@@ -3,9 +3,10 @@
 from typing import Any
 
 from ai_tools import entities
-from ai_tools.base import Reach, Ref, Tier, ToolContext, ToolError, WriteTool
+from ai_tools.base import EntityMap, Names, Reach, Ref, Tier, ToolContext, ToolError, WriteTool
 from ai_tools.registry import register
 from ai_tools.tools.schema import CREATURE_IDS, obj
+from ai_tools.tools.words import listing
 from campaigns.models import Creature, Encounter
 
 
@@ -84,6 +85,11 @@ class StartCombat(WriteTool):
     def summarize(self, data: dict[str, Any]) -> str:
         return f"start combat with creatures {', '.join(map(str, data['creature_ids']))}"
 
+    def describe(
+        self, data: dict[str, Any], *, before: EntityMap, after: EntityMap, name: Names
+    ) -> list[str]:
+        return [f"Combat starts: {listing([name(pk) for pk in data['creature_ids']])}"]
+
 
 @register
 class EndCombat(WriteTool):
@@ -109,6 +115,11 @@ class EndCombat(WriteTool):
 
     def summarize(self, data: dict[str, Any]) -> str:
         return "end combat"
+
+    def describe(
+        self, data: dict[str, Any], *, before: EntityMap, after: EntityMap, name: Names
+    ) -> list[str]:
+        return ["Combat ends"]
 
 
 @register
@@ -151,3 +162,8 @@ class AdvanceTurn(WriteTool):
 
     def summarize(self, data: dict[str, Any]) -> str:
         return "next combatant"
+
+    def describe(
+        self, data: dict[str, Any], *, before: EntityMap, after: EntityMap, name: Names
+    ) -> list[str]:
+        return ["The next combatant's turn"]

@@ -3,9 +3,10 @@
 from typing import Any
 
 from ai_tools import entities
-from ai_tools.base import Reach, Ref, Tier, ToolContext, ToolError, WriteTool
+from ai_tools.base import EntityMap, Names, Reach, Ref, Tier, ToolContext, ToolError, WriteTool
 from ai_tools.registry import register
 from ai_tools.tools.schema import CREATURE_IDS, ID, NAME, obj
+from ai_tools.tools.words import listing
 from campaigns.models import Creature, Resource, ResourceEvent
 
 
@@ -59,6 +60,12 @@ class ConsumeResource(WriteTool):
 
     def summarize(self, data: dict[str, Any]) -> str:
         return f"creature {data['creature_id']} spends {data['amount']} × {data['resource']}"
+
+    def describe(
+        self, data: dict[str, Any], *, before: EntityMap, after: EntityMap, name: Names
+    ) -> list[str]:
+        spent = data["resource"].replace("_", " ")
+        return [f"{name(data['creature_id'])} uses {data['amount']} × {spent}"]
 
 
 @register
@@ -149,3 +156,10 @@ class Rest(WriteTool):
     def summarize(self, data: dict[str, Any]) -> str:
         who = ", ".join(map(str, data.get("creature_ids", []))) or "the party"
         return f"{data['kind']} rest for {who}"
+
+    def describe(
+        self, data: dict[str, Any], *, before: EntityMap, after: EntityMap, name: Names
+    ) -> list[str]:
+        ids = data.get("creature_ids") or []
+        who = listing([name(pk) for pk in ids]) if ids else "The party"
+        return [f"{who} take{'s' if len(ids) == 1 else ''} a {data['kind']} rest"]

@@ -5,9 +5,10 @@ from typing import Any
 from django.utils import timezone
 
 from ai_tools import entities
-from ai_tools.base import Ref, Tier, ToolContext, ToolError, WriteTool
+from ai_tools.base import EntityMap, Names, Ref, Tier, ToolContext, ToolError, WriteTool
 from ai_tools.registry import register
 from ai_tools.tools.schema import COORD, ID, NAME, TEXT, obj
+from ai_tools.tools.words import clip
 from campaigns.models import (
     Achievement,
     Campaign,
@@ -18,6 +19,8 @@ from campaigns.models import (
     GMMemory,
     Membership,
 )
+
+SCENE_CLIP = 80  # characters of a new scene its words quote
 
 
 def slot(ctx: ToolContext, facet: str) -> str:
@@ -93,6 +96,11 @@ class EndAdventure(WriteTool):
     def summarize(self, data: dict[str, Any]) -> str:
         return "end the adventure"
 
+    def describe(
+        self, data: dict[str, Any], *, before: EntityMap, after: EntityMap, name: Names
+    ) -> list[str]:
+        return ["The adventure ends"]
+
 
 @register
 class AdvanceChapter(WriteTool):
@@ -132,6 +140,11 @@ class AdvanceChapter(WriteTool):
     def summarize(self, data: dict[str, Any]) -> str:
         return f"go to chapter {data['to_chapter']}" if "to_chapter" in data else "next chapter"
 
+    def describe(
+        self, data: dict[str, Any], *, before: EntityMap, after: EntityMap, name: Names
+    ) -> list[str]:
+        return ["The story moves to the next chapter"]
+
 
 @register
 class ActivateDungeon(WriteTool):
@@ -156,6 +169,11 @@ class ActivateDungeon(WriteTool):
 
     def summarize(self, data: dict[str, Any]) -> str:
         return f"enter dungeon {data['dungeon_id']}"
+
+    def describe(
+        self, data: dict[str, Any], *, before: EntityMap, after: EntityMap, name: Names
+    ) -> list[str]:
+        return ["The party enters a dungeon"]
 
 
 @register
@@ -183,6 +201,11 @@ class SetScene(WriteTool):
 
     def summarize(self, data: dict[str, Any]) -> str:
         return f"scene: {data['description'][:60]}"
+
+    def describe(
+        self, data: dict[str, Any], *, before: EntityMap, after: EntityMap, name: Names
+    ) -> list[str]:
+        return [f"The scene is now: {clip(data['description'], SCENE_CLIP)}"]
 
 
 @register
@@ -222,6 +245,11 @@ class WriteMemory(WriteTool):
 
     def summarize(self, data: dict[str, Any]) -> str:
         return f"remember {data.get('key') or 'a note'}: {data['content'][:50]}"
+
+    def describe(
+        self, data: dict[str, Any], *, before: EntityMap, after: EntityMap, name: Names
+    ) -> list[str]:
+        return ["The GM makes a note"]
 
 
 @register
@@ -263,3 +291,8 @@ class RevealFog(WriteTool):
 
     def summarize(self, data: dict[str, Any]) -> str:
         return f"reveal {len(data['cells'])} fog cell(s)"
+
+    def describe(
+        self, data: dict[str, Any], *, before: EntityMap, after: EntityMap, name: Names
+    ) -> list[str]:
+        return [f"{len(data['cells'])} map cell(s) revealed"]
