@@ -276,6 +276,13 @@ class WriteTool(Tool):
     examples: ClassVar[tuple[dict[str, Any], ...]] = ()
     # Tools whose first example sets the stage for this tool's (combat before its next turn).
     example_setup: ClassVar[tuple[str, ...]] = ()
+    # The SQL statements the audited dispatch of its first example runs in the example world
+    # beyond the log's fixed overhead, the same on every engine: the tool's own reads and
+    # writes, the log's read-back of each row it wrote that `ToolContext.save` did not return
+    # (a row it created), and the one read of what players may see of its events when they
+    # name a creature that may be hidden (by a facet, or a non-PC whole). The statement-count
+    # test (tests/audit/test_statement_count.py) holds every dispatch to the overhead plus this.
+    example_statements: ClassVar[int | None] = None
 
     def authorize(self, ctx: ToolContext, data: dict[str, Any]) -> None:
         """Least privilege, the dispatch's first step for every call (before `write_set`,

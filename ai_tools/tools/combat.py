@@ -52,6 +52,9 @@ class StartCombat(WriteTool):
         {"creature_ids": [Ref("hero"), Ref("goblin")], "initiative": {Ref("goblin"): 15}},
         {"creature_ids": [Ref("orc")]},
     )
+    # The two creatures, whether combat runs, the encounter's INSERT, the campaign's UPDATE;
+    # the encounter read back.
+    example_statements = 6
 
     def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
         return [combat_slot(ctx)]
@@ -101,6 +104,7 @@ class EndCombat(WriteTool):
     schema = obj({})
     examples = ({},)
     example_setup = ("start_combat",)
+    example_statements = 3  # the encounter, its UPDATE and the campaign's
 
     def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
         return [combat_slot(ctx), entities.key("encounter", active_encounter(ctx).pk)]
@@ -134,6 +138,7 @@ class AdvanceTurn(WriteTool):
     schema = obj({})
     examples = ({},)
     example_setup = ("start_combat",)
+    example_statements = 2  # the encounter and its UPDATE
 
     def targets(self, ctx: ToolContext, data: dict[str, Any]) -> list[Creature]:
         encounter = active_encounter(ctx)

@@ -57,6 +57,8 @@ class ModifyCreature(WriteTool):
         {"creature_id": Ref("ally"), "add_conditions": ["poisoned"], "remove_conditions": ["dead"]},
         {"creature_id": Ref("hero"), "death_save": "success"},
     )
+    # The creature, its UPDATE, and what players may see of its event (a facet: kind unknown).
+    example_statements = 3
     # At least one of these must be given. Said here and in `validate`, not as a top-level
     # `anyOf` in the schema: the Messages API refuses top-level oneOf/allOf/anyOf.
     CHANGES: ClassVar[tuple[str, ...]] = (
@@ -204,6 +206,8 @@ class SpawnCreature(WriteTool):
         {"name": "Skeleton", "kind": "monster", "hp": 13, "x": 3, "y": 4},
         {"name": "Innkeeper", "kind": "npc", "hp": 4, "max_hp": 6},
     )
+    # The creature's INSERT, read back, and what players may see of it (a non-PC whole).
+    example_statements = 3
 
     def apply(self, ctx: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
         max_hp = data.get("max_hp", max(1, data["hp"]))
@@ -241,6 +245,8 @@ class MoveToken(WriteTool):
     description = "Move a creature's token to map cell (x, y)."
     schema = obj({"creature_id": ID, "x": COORD, "y": COORD}, ("creature_id", "x", "y"))
     examples = ({"creature_id": Ref("hero"), "x": 3, "y": 4},)
+    # The creature, its UPDATE, and what players may see of its event (a facet: kind unknown).
+    example_statements = 3
 
     def targets(self, ctx: ToolContext, data: dict[str, Any]) -> list[Creature]:
         return [ctx.creature(data["creature_id"])]
@@ -290,6 +296,7 @@ class GiveItem(WriteTool):
         {"creature_id": Ref("hero"), "item": "rope", "quantity": 2},
         {"creature_id": Ref("goblin"), "item": "gem", "quantity": 1},
     )
+    example_statements = 4  # the creature, the item it has (none), the item's INSERT, read back
 
     def targets(self, ctx: ToolContext, data: dict[str, Any]) -> list[Creature]:
         return [ctx.creature(data["creature_id"])]

@@ -27,6 +27,8 @@ class ConsumeResource(WriteTool):
         ("creature_id", "resource", "amount"),
     )
     examples = ({"creature_id": Ref("hero"), "resource": "spell_slot", "amount": 1},)
+    # The creature, the resource, its UPDATE, the resource event's INSERT, read back.
+    example_statements = 5
 
     def targets(self, ctx: ToolContext, data: dict[str, Any]) -> list[Creature]:
         return [ctx.creature(data["creature_id"])]
@@ -88,6 +90,10 @@ class Rest(WriteTool):
         ("kind",),
     )
     examples = ({"kind": "long"}, {"kind": "long", "creature_ids": [Ref("hero")]})
+    # The party's PCs (two) and their resources (four); an UPDATE and a resource event's INSERT
+    # per resource, an UPDATE per PC; the four events read back; what players may see of the
+    # PCs' events (facets: kind unknown).
+    example_statements = 17
 
     def targets(self, ctx: ToolContext, data: dict[str, Any]) -> list[Creature]:
         return self._creatures(ctx, data)

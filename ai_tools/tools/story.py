@@ -53,6 +53,10 @@ class EndAdventure(WriteTool):
         {"summary": "The keep is cleansed.", "achievements": ["keep_cleansed", "survivor"]},
         {},
     )
+    # The episode, the campaign's and the episode's UPDATEs, the members (four); for each member
+    # and code, get_or_create (a read, and a savepoint around the INSERT: four); the eight
+    # achievements read back.
+    example_statements = 44
 
     @staticmethod
     def _episode(ctx: ToolContext) -> Episode | None:
@@ -111,6 +115,7 @@ class AdvanceChapter(WriteTool):
     description = "Move the story to chapter `to_chapter` (an id), or to the next chapter."
     schema = obj({"to_chapter": ID})
     examples = ({}, {"to_chapter": Ref("chapters", 2)})
+    example_statements = 2  # the chapters, the campaign's UPDATE
 
     def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
         return [slot(ctx, "chapter")]
@@ -155,6 +160,7 @@ class ActivateDungeon(WriteTool):
     description = "Make dungeon `dungeon_id` the active dungeon."
     schema = obj({"dungeon_id": ID}, ("dungeon_id",))
     examples = ({"dungeon_id": Ref("dungeon")},)
+    example_statements = 2  # the dungeon, the campaign's UPDATE
 
     def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
         return [slot(ctx, "dungeon")]
@@ -188,6 +194,7 @@ class SetScene(WriteTool):
         {"description": "Water drips in the dark.", "location": "Crypt"},
         {"description": "Dawn breaks."},
     )
+    example_statements = 1  # the campaign's UPDATE
 
     def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
         return [slot(ctx, "scene")]
@@ -217,6 +224,7 @@ class WriteMemory(WriteTool):
     description = "Remember a note for later turns. A note with an existing key replaces it."
     schema = obj({"content": TEXT, "key": NAME}, ("content",))
     examples = ({"content": "The mayor lies.", "key": "mayor"}, {"content": "A door creaks."})
+    example_statements = 3  # the note of its key (none), the note's INSERT, read back
 
     @staticmethod
     def _existing(ctx: ToolContext, data: dict[str, Any]) -> GMMemory | None:
@@ -276,6 +284,7 @@ class RevealFog(WriteTool):
         ("cells",),
     )
     examples = ({"cells": [[1, 1], [1, 2], [1, 1]]},)
+    example_statements = 5  # the cells revealed already, two INSERTs, both read back
 
     def apply(self, ctx: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
         wanted = list(dict.fromkeys((x, y) for x, y in data["cells"]))
