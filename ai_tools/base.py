@@ -1,6 +1,7 @@
 """What a tool is. One class per tool declares its name, tier, reach, schema, description and
-example inputs, and the methods the audited dispatch calls: `authorize`, `write_set`,
-`snapshot`, `apply`, `revert`.
+example inputs, the methods the audited dispatch calls (`authorize`, `write_set`, `snapshot`,
+`apply`, `revert`), and its words for people (`summarize`, `describe`): everything a tool is
+lives in its class, so a new tool is one file.
 
 The default snapshot/revert capture and restore the entities named by `write_set` (plus what
 `apply` reports it created). A tool overrides them only when its pre-state is not a set of rows.
@@ -8,7 +9,8 @@ The default snapshot/revert capture and restore the entities named by `write_set
 
 import logging
 import math
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, ClassVar, TypeVar
@@ -118,6 +120,37 @@ def resolve_refs(value: Any, pk_of: Callable[[Ref], Any]) -> Any:
     if isinstance(value, list | tuple):
         return [resolve_refs(item, pk_of) for item in value]
     return value
+
+
+# What a logged call wrote, before or after it: entity key -> its fields (None: no row).
+EntityMap = dict[str, dict[str, Any] | None]
+
+_CREATURE_REFS = re.compile(r"\bcreatures? (\d+(?:, \d+)*)")
+
+
+@dataclass(frozen=True)
+class Names:
+    """Creatures' names by id, as the reader of a call's words may see them: the caller decides
+    which (a player reads a creature the fog hides as someone unseen), the tools' words name
+    creatures through it."""
+
+    known: Mapping[int, str] = field(default_factory=dict)
+
+    def __call__(self, pk: Any) -> str:
+        """One creature's name; an id without one reads `creature 7`."""
+        return self.known.get(pk, f"creature {pk}") if isinstance(pk, int) else str(pk)
+
+    def in_text(self, text: str) -> str:
+        """A summary's ids named: `creature 7: HP -5` reads `Goblin: HP -5`. A list of ids
+        with one unknown stays as it is."""
+
+        def name_all(match: re.Match) -> str:
+            ids = [int(part) for part in match[1].split(", ")]
+            if not all(pk in self.known for pk in ids):
+                return match[0]
+            return ", ".join(self.known[pk] for pk in ids)
+
+        return _CREATURE_REFS.sub(name_all, text)
 
 
 class ToolError(Exception):
@@ -243,6 +276,13 @@ class WriteTool(Tool):
     examples: ClassVar[tuple[dict[str, Any], ...]] = ()
     # Tools whose first example sets the stage for this tool's (combat before its next turn).
     example_setup: ClassVar[tuple[str, ...]] = ()
+    # The SQL statements the audited dispatch of its first example runs in the example world
+    # beyond the log's fixed overhead, the same on every engine: the tool's own reads and
+    # writes, the log's read-back of each row it wrote that `ToolContext.save` did not return
+    # (a row it created), and the one read of what players may see of its events when they
+    # name a creature that may be hidden (by a facet, or a non-PC whole). The statement-count
+    # test (tests/audit/test_statement_count.py) holds every dispatch to the overhead plus this.
+    example_statements: ClassVar[int | None] = None
 
     def authorize(self, ctx: ToolContext, data: dict[str, Any]) -> None:
         """Least privilege, the dispatch's first step for every call (before `write_set`,
@@ -307,6 +347,18 @@ class WriteTool(Tool):
         """The tool's own one-line description of valid input; tools override it."""
         args = ", ".join(f"{k}={v}" for k, v in sorted(data.items()))
         return f"{self.name}({args})"
+
+    def describe(
+        self, data: dict[str, Any], *, before: EntityMap, after: EntityMap, name: Names
+    ) -> list[str]:
+        """The call in people's words, a line for each thing it did (the feed, the undo
+        dialog): from its input, what it wrote as the log holds it before and after (`before`,
+        `after`; empty for a call that failed or waits) and the creatures' names as the reader
+        may see them (`name`). A logged row may hold any input: a describer that cannot read it
+        returns no line or raises (KeyError, TypeError, ValueError, AttributeError), and the
+        reader gets the summary (`web.pages.changes`). By default the summary, creatures
+        named; tools override it."""
+        return [name.in_text(self.summary(data))]
 
 
 class ReadTool(Tool):

@@ -3,9 +3,10 @@
 from typing import Any
 
 from ai_tools import entities
-from ai_tools.base import Reach, Ref, Tier, ToolContext, ToolError, WriteTool
+from ai_tools.base import EntityMap, Names, Reach, Ref, Tier, ToolContext, ToolError, WriteTool
 from ai_tools.registry import register
 from ai_tools.tools.schema import CREATURE_IDS, obj
+from ai_tools.tools.words import listing
 from campaigns.models import Creature, Encounter
 
 
@@ -51,6 +52,9 @@ class StartCombat(WriteTool):
         {"creature_ids": [Ref("hero"), Ref("goblin")], "initiative": {Ref("goblin"): 15}},
         {"creature_ids": [Ref("orc")]},
     )
+    # The two creatures, whether combat runs, the encounter's INSERT, the campaign's UPDATE;
+    # the encounter read back.
+    example_statements = 6
 
     def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
         return [combat_slot(ctx)]
@@ -84,6 +88,11 @@ class StartCombat(WriteTool):
     def summarize(self, data: dict[str, Any]) -> str:
         return f"start combat with creatures {', '.join(map(str, data['creature_ids']))}"
 
+    def describe(
+        self, data: dict[str, Any], *, before: EntityMap, after: EntityMap, name: Names
+    ) -> list[str]:
+        return [f"Combat starts: {listing([name(pk) for pk in data['creature_ids']])}"]
+
 
 @register
 class EndCombat(WriteTool):
@@ -95,6 +104,7 @@ class EndCombat(WriteTool):
     schema = obj({})
     examples = ({},)
     example_setup = ("start_combat",)
+    example_statements = 3  # the encounter, its UPDATE and the campaign's
 
     def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
         return [combat_slot(ctx), entities.key("encounter", active_encounter(ctx).pk)]
@@ -110,6 +120,11 @@ class EndCombat(WriteTool):
     def summarize(self, data: dict[str, Any]) -> str:
         return "end combat"
 
+    def describe(
+        self, data: dict[str, Any], *, before: EntityMap, after: EntityMap, name: Names
+    ) -> list[str]:
+        return ["Combat ends"]
+
 
 @register
 class AdvanceTurn(WriteTool):
@@ -123,6 +138,7 @@ class AdvanceTurn(WriteTool):
     schema = obj({})
     examples = ({},)
     example_setup = ("start_combat",)
+    example_statements = 2  # the encounter and its UPDATE
 
     def targets(self, ctx: ToolContext, data: dict[str, Any]) -> list[Creature]:
         encounter = active_encounter(ctx)
@@ -151,3 +167,8 @@ class AdvanceTurn(WriteTool):
 
     def summarize(self, data: dict[str, Any]) -> str:
         return "next combatant"
+
+    def describe(
+        self, data: dict[str, Any], *, before: EntityMap, after: EntityMap, name: Names
+    ) -> list[str]:
+        return ["The next combatant's turn"]

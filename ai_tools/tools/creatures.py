@@ -3,10 +3,21 @@
 from typing import Any, ClassVar
 
 from ai_tools import entities
-from ai_tools.base import Reach, Ref, Tier, ToolContext, ToolError, WriteTool
+from ai_tools.base import EntityMap, Names, Reach, Ref, Tier, ToolContext, ToolError, WriteTool
 from ai_tools.registry import register
 from ai_tools.tools.schema import CONDITIONS, COORD, DELTA, HP, ID, NAME, obj
+from ai_tools.tools.words import listing
 from campaigns.models import Creature, InventoryItem
+
+
+def creature_row(logged: EntityMap, pk: Any) -> dict[str, Any]:
+    """The creature's fields as logged, whatever facets (`creature:7/vitals`) they are kept in."""
+    wanted = entities.key("creature", pk)
+    row: dict[str, Any] = {}
+    for key, fields in logged.items():
+        if entities.root(key) == wanted and isinstance(fields, dict):
+            row.update(fields)
+    return row
 
 
 @register
@@ -46,6 +57,8 @@ class ModifyCreature(WriteTool):
         {"creature_id": Ref("ally"), "add_conditions": ["poisoned"], "remove_conditions": ["dead"]},
         {"creature_id": Ref("hero"), "death_save": "success"},
     )
+    # The creature, its UPDATE, and what players may see of its event (a facet: kind unknown).
+    example_statements = 3
     # At least one of these must be given. Said here and in `validate`, not as a top-level
     # `anyOf` in the schema: the Messages API refuses top-level oneOf/allOf/anyOf.
     CHANGES: ClassVar[tuple[str, ...]] = (
@@ -129,6 +142,47 @@ class ModifyCreature(WriteTool):
             parts.append(f"death save {data['death_save']}")
         return f"creature {data['creature_id']}: " + ", ".join(parts)
 
+    def describe(
+        self, data: dict[str, Any], *, before: EntityMap, after: EntityMap, name: Names
+    ) -> list[str]:
+        """HP as it really went, clamps included ("Goblin takes 4 damage (7 → 3)"), from the
+        logged before and after; the input's own numbers where those are missing."""
+        who = name(data["creature_id"])
+        was = creature_row(before, data["creature_id"]).get("hp")
+        now = creature_row(after, data["creature_id"]).get("hp")
+        return [
+            *self._hp_lines(who, data, was, now),
+            *([f"{who} has {data['temp_hp']} temporary HP"] if "temp_hp" in data else []),
+            *self._condition_lines(who, data),
+        ]
+
+    @staticmethod
+    def _hp_lines(who: str, data: dict[str, Any], was: Any, now: Any) -> list[str]:
+        if isinstance(was, int) and isinstance(now, int) and was != now:
+            if now < was:
+                return [f"{who} takes {was - now} damage ({was} → {now})"]
+            return [f"{who} heals {now - was} HP ({was} → {now})"]
+        if "hp_delta" in data and data["hp_delta"] < 0:
+            return [f"{who} takes {-data['hp_delta']} damage"]
+        if "hp_delta" in data and data["hp_delta"] > 0:
+            return [f"{who} heals {data['hp_delta']} HP"]
+        if "set_hp" in data:
+            return [f"{who} is set to {data['set_hp']} HP"]
+        return []
+
+    @staticmethod
+    def _condition_lines(who: str, data: dict[str, Any]) -> list[str]:
+        lines = []
+        if data.get("add_conditions"):
+            lines.append(f"{who} is now {listing(data['add_conditions'])}")
+        if data.get("remove_conditions"):
+            lines.append(f"{who} is no longer {listing(data['remove_conditions'])}")
+        if data.get("death_save") == "reset":
+            lines.append(f"{who}'s death saves are reset")
+        elif data.get("death_save"):
+            lines.append(f"{who} makes a death save: {data['death_save']}")
+        return lines
+
 
 @register
 class SpawnCreature(WriteTool):
@@ -152,6 +206,8 @@ class SpawnCreature(WriteTool):
         {"name": "Skeleton", "kind": "monster", "hp": 13, "x": 3, "y": 4},
         {"name": "Innkeeper", "kind": "npc", "hp": 4, "max_hp": 6},
     )
+    # The creature's INSERT, read back, and what players may see of it (a non-PC whole).
+    example_statements = 3
 
     def apply(self, ctx: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
         max_hp = data.get("max_hp", max(1, data["hp"]))
@@ -172,6 +228,12 @@ class SpawnCreature(WriteTool):
     def summarize(self, data: dict[str, Any]) -> str:
         return f"spawn {data['kind']} {data['name']} ({data['hp']} HP)"
 
+    def describe(
+        self, data: dict[str, Any], *, before: EntityMap, after: EntityMap, name: Names
+    ) -> list[str]:
+        where = f" at {data['x']},{data['y']}" if "x" in data and "y" in data else ""
+        return [f"{data['name']} ({data['kind']}, {data['hp']} HP) appears{where}"]
+
 
 @register
 class MoveToken(WriteTool):
@@ -183,6 +245,8 @@ class MoveToken(WriteTool):
     description = "Move a creature's token to map cell (x, y)."
     schema = obj({"creature_id": ID, "x": COORD, "y": COORD}, ("creature_id", "x", "y"))
     examples = ({"creature_id": Ref("hero"), "x": 3, "y": 4},)
+    # The creature, its UPDATE, and what players may see of its event (a facet: kind unknown).
+    example_statements = 3
 
     def targets(self, ctx: ToolContext, data: dict[str, Any]) -> list[Creature]:
         return [ctx.creature(data["creature_id"])]
@@ -199,6 +263,11 @@ class MoveToken(WriteTool):
 
     def summarize(self, data: dict[str, Any]) -> str:
         return f"move creature {data['creature_id']} to {data['x']},{data['y']}"
+
+    def describe(
+        self, data: dict[str, Any], *, before: EntityMap, after: EntityMap, name: Names
+    ) -> list[str]:
+        return [f"{name(data['creature_id'])} moves to {data['x']},{data['y']}"]
 
 
 @register
@@ -227,6 +296,7 @@ class GiveItem(WriteTool):
         {"creature_id": Ref("hero"), "item": "rope", "quantity": 2},
         {"creature_id": Ref("goblin"), "item": "gem", "quantity": 1},
     )
+    example_statements = 4  # the creature, the item it has (none), the item's INSERT, read back
 
     def targets(self, ctx: ToolContext, data: dict[str, Any]) -> list[Creature]:
         return [ctx.creature(data["creature_id"])]
@@ -264,3 +334,11 @@ class GiveItem(WriteTool):
 
     def summarize(self, data: dict[str, Any]) -> str:
         return f"{data['quantity']:+d} × {data['item']} for creature {data['creature_id']}"
+
+    def describe(
+        self, data: dict[str, Any], *, before: EntityMap, after: EntityMap, name: Names
+    ) -> list[str]:
+        who, count = name(data["creature_id"]), data["quantity"]
+        if count < 0:
+            return [f"{who} loses {-count} × {data['item']}"]
+        return [f"{who} gets {count} × {data['item']}"]

@@ -3,9 +3,10 @@
 from typing import Any
 
 from ai_tools import entities
-from ai_tools.base import Reach, Ref, Tier, ToolContext, ToolError, WriteTool
+from ai_tools.base import EntityMap, Names, Reach, Ref, Tier, ToolContext, ToolError, WriteTool
 from ai_tools.registry import register
 from ai_tools.tools.schema import CREATURE_IDS, ID, NAME, obj
+from ai_tools.tools.words import listing
 from campaigns.models import Creature, Resource, ResourceEvent
 
 
@@ -26,6 +27,8 @@ class ConsumeResource(WriteTool):
         ("creature_id", "resource", "amount"),
     )
     examples = ({"creature_id": Ref("hero"), "resource": "spell_slot", "amount": 1},)
+    # The creature, the resource, its UPDATE, the resource event's INSERT, read back.
+    example_statements = 5
 
     def targets(self, ctx: ToolContext, data: dict[str, Any]) -> list[Creature]:
         return [ctx.creature(data["creature_id"])]
@@ -60,6 +63,12 @@ class ConsumeResource(WriteTool):
     def summarize(self, data: dict[str, Any]) -> str:
         return f"creature {data['creature_id']} spends {data['amount']} × {data['resource']}"
 
+    def describe(
+        self, data: dict[str, Any], *, before: EntityMap, after: EntityMap, name: Names
+    ) -> list[str]:
+        spent = data["resource"].replace("_", " ")
+        return [f"{name(data['creature_id'])} uses {data['amount']} × {spent}"]
+
 
 @register
 class Rest(WriteTool):
@@ -81,6 +90,10 @@ class Rest(WriteTool):
         ("kind",),
     )
     examples = ({"kind": "long"}, {"kind": "long", "creature_ids": [Ref("hero")]})
+    # The party's PCs (two) and their resources (four); an UPDATE and a resource event's INSERT
+    # per resource, an UPDATE per PC; the four events read back; what players may see of the
+    # PCs' events (facets: kind unknown).
+    example_statements = 17
 
     def targets(self, ctx: ToolContext, data: dict[str, Any]) -> list[Creature]:
         return self._creatures(ctx, data)
@@ -149,3 +162,10 @@ class Rest(WriteTool):
     def summarize(self, data: dict[str, Any]) -> str:
         who = ", ".join(map(str, data.get("creature_ids", []))) or "the party"
         return f"{data['kind']} rest for {who}"
+
+    def describe(
+        self, data: dict[str, Any], *, before: EntityMap, after: EntityMap, name: Names
+    ) -> list[str]:
+        ids = data.get("creature_ids") or []
+        who = listing([name(pk) for pk in ids]) if ids else "The party"
+        return [f"{who} take{'s' if len(ids) == 1 else ''} a {data['kind']} rest"]

@@ -5,9 +5,10 @@ from typing import Any
 from django.utils import timezone
 
 from ai_tools import entities
-from ai_tools.base import Ref, Tier, ToolContext, ToolError, WriteTool
+from ai_tools.base import EntityMap, Names, Ref, Tier, ToolContext, ToolError, WriteTool
 from ai_tools.registry import register
 from ai_tools.tools.schema import COORD, ID, NAME, TEXT, obj
+from ai_tools.tools.words import clip
 from campaigns.models import (
     Achievement,
     Campaign,
@@ -18,6 +19,8 @@ from campaigns.models import (
     GMMemory,
     Membership,
 )
+
+SCENE_CLIP = 80  # characters of a new scene its words quote
 
 
 def slot(ctx: ToolContext, facet: str) -> str:
@@ -50,6 +53,10 @@ class EndAdventure(WriteTool):
         {"summary": "The keep is cleansed.", "achievements": ["keep_cleansed", "survivor"]},
         {},
     )
+    # The episode, the campaign's and the episode's UPDATEs, the members (four); for each member
+    # and code, get_or_create (a read, and a savepoint around the INSERT: four); the eight
+    # achievements read back.
+    example_statements = 44
 
     @staticmethod
     def _episode(ctx: ToolContext) -> Episode | None:
@@ -93,6 +100,11 @@ class EndAdventure(WriteTool):
     def summarize(self, data: dict[str, Any]) -> str:
         return "end the adventure"
 
+    def describe(
+        self, data: dict[str, Any], *, before: EntityMap, after: EntityMap, name: Names
+    ) -> list[str]:
+        return ["The adventure ends"]
+
 
 @register
 class AdvanceChapter(WriteTool):
@@ -103,6 +115,7 @@ class AdvanceChapter(WriteTool):
     description = "Move the story to chapter `to_chapter` (an id), or to the next chapter."
     schema = obj({"to_chapter": ID})
     examples = ({}, {"to_chapter": Ref("chapters", 2)})
+    example_statements = 2  # the chapters, the campaign's UPDATE
 
     def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
         return [slot(ctx, "chapter")]
@@ -132,6 +145,11 @@ class AdvanceChapter(WriteTool):
     def summarize(self, data: dict[str, Any]) -> str:
         return f"go to chapter {data['to_chapter']}" if "to_chapter" in data else "next chapter"
 
+    def describe(
+        self, data: dict[str, Any], *, before: EntityMap, after: EntityMap, name: Names
+    ) -> list[str]:
+        return ["The story moves to the next chapter"]
+
 
 @register
 class ActivateDungeon(WriteTool):
@@ -142,6 +160,7 @@ class ActivateDungeon(WriteTool):
     description = "Make dungeon `dungeon_id` the active dungeon."
     schema = obj({"dungeon_id": ID}, ("dungeon_id",))
     examples = ({"dungeon_id": Ref("dungeon")},)
+    example_statements = 2  # the dungeon, the campaign's UPDATE
 
     def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
         return [slot(ctx, "dungeon")]
@@ -157,6 +176,11 @@ class ActivateDungeon(WriteTool):
     def summarize(self, data: dict[str, Any]) -> str:
         return f"enter dungeon {data['dungeon_id']}"
 
+    def describe(
+        self, data: dict[str, Any], *, before: EntityMap, after: EntityMap, name: Names
+    ) -> list[str]:
+        return ["The party enters a dungeon"]
+
 
 @register
 class SetScene(WriteTool):
@@ -170,6 +194,7 @@ class SetScene(WriteTool):
         {"description": "Water drips in the dark.", "location": "Crypt"},
         {"description": "Dawn breaks."},
     )
+    example_statements = 1  # the campaign's UPDATE
 
     def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
         return [slot(ctx, "scene")]
@@ -184,6 +209,11 @@ class SetScene(WriteTool):
     def summarize(self, data: dict[str, Any]) -> str:
         return f"scene: {data['description'][:60]}"
 
+    def describe(
+        self, data: dict[str, Any], *, before: EntityMap, after: EntityMap, name: Names
+    ) -> list[str]:
+        return [f"The scene is now: {clip(data['description'], SCENE_CLIP)}"]
+
 
 @register
 class WriteMemory(WriteTool):
@@ -194,6 +224,7 @@ class WriteMemory(WriteTool):
     description = "Remember a note for later turns. A note with an existing key replaces it."
     schema = obj({"content": TEXT, "key": NAME}, ("content",))
     examples = ({"content": "The mayor lies.", "key": "mayor"}, {"content": "A door creaks."})
+    example_statements = 3  # the note of its key (none), the note's INSERT, read back
 
     @staticmethod
     def _existing(ctx: ToolContext, data: dict[str, Any]) -> GMMemory | None:
@@ -223,6 +254,11 @@ class WriteMemory(WriteTool):
     def summarize(self, data: dict[str, Any]) -> str:
         return f"remember {data.get('key') or 'a note'}: {data['content'][:50]}"
 
+    def describe(
+        self, data: dict[str, Any], *, before: EntityMap, after: EntityMap, name: Names
+    ) -> list[str]:
+        return ["The GM makes a note"]
+
 
 @register
 class RevealFog(WriteTool):
@@ -248,6 +284,7 @@ class RevealFog(WriteTool):
         ("cells",),
     )
     examples = ({"cells": [[1, 1], [1, 2], [1, 1]]},)
+    example_statements = 5  # the cells revealed already, two INSERTs, both read back
 
     def apply(self, ctx: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
         wanted = list(dict.fromkeys((x, y) for x, y in data["cells"]))
@@ -263,3 +300,8 @@ class RevealFog(WriteTool):
 
     def summarize(self, data: dict[str, Any]) -> str:
         return f"reveal {len(data['cells'])} fog cell(s)"
+
+    def describe(
+        self, data: dict[str, Any], *, before: EntityMap, after: EntityMap, name: Names
+    ) -> list[str]:
+        return [f"{len(data['cells'])} map cell(s) revealed"]

@@ -1,17 +1,24 @@
-"""A 16th tool is one file. A module written into the tools package, declaring its examples on
-its class, is picked up by discovery, and from there by the registry, the system check, the
-round-trip, bad-input and write-set tests and the property test, with no other file touched."""
+"""A 16th tool is one file. A module written into the tools package, declaring on its class its
+examples, its statement count and its words for people, is picked up by discovery, and from
+there by the registry, the system check, the round-trip, bad-input and write-set tests, the
+property test, the statement-count test, the schemas the model and the GM's hand are given, and
+the words of the feed, the undo dialog, the approval card and the admin, with no other file
+touched."""
 
+import re
 import sys
 import textwrap
 
 import pytest
+from django.urls import reverse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ai_tools.tools
 from ai_tools import registry
 from ai_tools.checks import check_write_tools
+from audit.models import ToolInvocation
+from campaigns.models import Campaign
 from gm.claude import tool_specs
 from tests.ai_tools.contract import record_apply_changes
 from tests.ai_tools.examples import example_cases
@@ -21,6 +28,14 @@ from tests.ai_tools.test_tools import (
     assert_round_trip,
 )
 from tests.audit.test_properties import play_and_rewind
+from tests.audit.test_statement_count import (
+    assert_every_tool_runs_its_declared_statements,
+    fill_log,
+)
+from tests.conftest import World, call, commit, signed_in
+from tests.gm.messages_api import check_tools, tool_problems
+from tests.pages.test_history_on_page import fragment, gm_turn, plan, summaries
+from web.pages.forms import HandInput
 
 MODULE = "ai_tools.tools.lantern"
 LANTERN = textwrap.dedent(
@@ -30,7 +45,7 @@ LANTERN = textwrap.dedent(
     from typing import Any
 
     from ai_tools import entities
-    from ai_tools.base import Ref, Tier, ToolContext, WriteTool
+    from ai_tools.base import EntityMap, Names, Ref, Tier, ToolContext, WriteTool
     from ai_tools.registry import register
     from ai_tools.tools.schema import ID, NAME, obj
 
@@ -38,10 +53,11 @@ LANTERN = textwrap.dedent(
     @register
     class LightLantern(WriteTool):
         name = "light_lantern"
-        tier = Tier.LOW
+        tier = Tier.HIGH
         description = "Light a lantern next to a creature: the location says where the light is."
         schema = obj({"creature_id": ID, "place": NAME}, ("creature_id", "place"))
         examples = ({"creature_id": Ref("goblin"), "place": "Lit cellar"},)
+        example_statements = 2  # the creature, the campaign's UPDATE
 
         def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
             ctx.creature(data["creature_id"])
@@ -49,10 +65,25 @@ LANTERN = textwrap.dedent(
 
         def apply(self, ctx: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
             ctx.campaign.location = data["place"]
-            ctx.campaign.save(update_fields=["location"])
+            ctx.save(ctx.campaign, ["location"])
             return {"location": ctx.campaign.location}
+
+        def summarize(self, data: dict[str, Any]) -> str:
+            return f"light a lantern by creature {data['creature_id']} at {data['place']}"
+
+        def describe(
+            self, data: dict[str, Any], *, before: EntityMap, after: EntityMap, name: Names
+        ) -> list[str]:
+            ((scene, was),) = before.items()
+            now = after[scene]["location"]
+            return [f"{name(data['creature_id'])} lights a lantern: {was['location']} → {now}"]
     '''
 )
+# The lantern's example, and its words as the feed and the undo dialog say them (before → after,
+# from the logged row) and as the approval card and the admin summarise them.
+LIT = {"place": "Lit cellar"}
+DESCRIBED = "Goblin lights a lantern: Crypt → Lit cellar"
+SUMMARY = "light a lantern by Goblin at Lit cellar"
 
 
 @pytest.fixture
@@ -112,3 +143,59 @@ def test_the_property_test_plays_it(lantern, db, monkeypatch):
 def test_without_the_file_the_registry_holds_the_spec_tools_only():
     assert MODULE not in sys.modules
     assert "light_lantern" not in [tool.name for tool in registry.write_tools()]
+
+
+@pytest.mark.parametrize("prior_rows", [1, 200])
+def test_the_statement_count_test_holds_it_to_its_declared_count(lantern, world, prior_rows):
+    fill_log(world, prior_rows)
+    assert_every_tool_runs_its_declared_statements(world)  # the lantern among them
+
+
+def test_the_schemas_sent_to_the_model_and_the_gms_hand_include_it(lantern, world):
+    specs = tool_specs()
+    spec = next(spec for spec in specs if spec["name"] == "light_lantern")
+    assert spec == {
+        "name": "light_lantern",
+        "description": lantern.description,
+        "input_schema": lantern.schema,
+    }
+    assert tool_problems(spec, specs.index(spec)) == []
+    check_tools(specs)
+    form = HandInput(data={"tool": "light_lantern"})
+    assert form.is_valid(), form.errors
+    fields = {"creature_id": f" {world.goblin.pk} ", "place": "Lit cellar"}
+    assert HandInput.tool_input("light_lantern", fields) == {
+        "creature_id": world.goblin.pk,
+        **LIT,
+    }
+
+
+def test_the_feed_and_the_undo_dialog_say_it_in_its_own_words(lantern, world):
+    commit(world, "set_scene", {"description": "Water drips in the dark.", "location": "Crypt"})
+    turn = gm_turn(world, "Light the way")
+    commit(world, "light_lantern", {"creature_id": world.goblin.pk, **LIT}, turn=turn)
+    owner = signed_in(world.owner)
+    assert summaries(fragment(owner, world, turn)) == [DESCRIBED]
+    html = plan(owner, world, turn).content.decode()
+    assert re.findall(r"<li>(.*?) <code", html.split('class="undo-calls"')[1]) == [DESCRIBED]
+
+
+def test_the_approval_card_and_the_admin_give_its_summary(lantern, world, staff):
+    Campaign.objects.filter(pk=world.campaign.pk).update(approval_policy="critical_and_high")
+    world.campaign.refresh_from_db()
+    held = call(world, "light_lantern", {"creature_id": world.goblin.pk, **LIT})
+    assert held.status == ToolInvocation.Status.AWAITING_APPROVAL, held.error
+    card = signed_in(world.owner).get(f"/campaigns/{world.campaign.pk}/approvals/")
+    assert f"{SUMMARY}</" in card.content.decode()
+    page = signed_in(staff).get(reverse("admin:audit_toolinvocation_change", args=[held.pk]))
+    assert page.status_code == 200 and SUMMARY in page.content.decode()
+
+
+def test_a_row_its_describer_cannot_read_gets_its_summary(lantern, world: World):
+    """A held call wrote nothing yet: the describer finds no before, and the feed falls back on
+    the summary, creatures named."""
+    Campaign.objects.filter(pk=world.campaign.pk).update(approval_policy="critical_and_high")
+    world.campaign.refresh_from_db()
+    turn = gm_turn(world, "Light the way")
+    call(world, "light_lantern", {"creature_id": world.goblin.pk, **LIT}, turn=turn)
+    assert summaries(fragment(signed_in(world.owner), world, turn)) == [SUMMARY]

@@ -13,11 +13,10 @@ from django.utils.safestring import SafeString
 from django.utils.timezone import localtime
 
 from ai_tools import entities as entity_keys
-from ai_tools import registry
 from ai_tools.base import Tier
 from audit.models import ToolInvocation
 from campaigns.selectors import creature_names_in
-from web.pages.presenters import with_names
+from web.pages.changes import named_summary
 
 TIER_COLOURS = {
     Tier.CRITICAL: "#ba2121",
@@ -52,7 +51,7 @@ def summary(row: ToolInvocation, names: dict[int, str] | None = None) -> str:
     spares a query per row where a page lists many."""
     if names is None:
         names = creature_names_in(campaign_ids=[row.campaign_id])
-    return with_names(registry.summary(row.tool_name, row.input), names)
+    return named_summary(row.tool_name, row.input, names)
 
 
 def short_time(value: datetime | None) -> str:

@@ -19,6 +19,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.utils.text import capfirst
 
+from ai_tools.base import Names
 from audit.models import ToolInvocation
 from audit.permissions import may_revert
 from audit.services import (
@@ -35,7 +36,6 @@ from core.errors import Conflict, Forbidden
 from core.permissions import is_audit_staff
 from web.admin.display import compact_json, invocation_link, label, summary
 from web.admin.refusals import NO_PERMISSION, admin_denial, service_refusals
-from web.pages.presenters import with_names
 
 SKIP_REASONS = {
     "already_reverted": "it was already reverted",
@@ -215,7 +215,7 @@ def plan_for(request: HttpRequest, **target: Any) -> dict[str, Any]:
         "invocations": [
             {
                 **item,
-                "summary": with_names(item["summary"], names),
+                "summary": Names(names).in_text(item["summary"]),
                 "link": invocation_link(rows[item["id"]]),
                 "skip_text": skip_text(item["skip_reason"]) if item["skip_reason"] else "",
             }

@@ -15,14 +15,14 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from ai_tools import registry
 from audit.models import ToolInvocation
 from audit.permissions import may_approve, may_reject
 from audit.services.dispatch import approval_deadline
 from campaigns.models import Campaign
 from campaigns.selectors import creature_names_in
 from campaigns.visibility import HIDDEN_CHANGE, Fog, held_call_hidden
-from web.pages.presenters import names_seen, players_fog, with_names
+from web.pages.changes import named_summary
+from web.pages.presenters import names_seen, players_fog
 from web.pages.views import member_campaign
 
 
@@ -59,9 +59,7 @@ def _card(
     return {
         "id": str(row.pk),
         "tool_name": row.tool_name,
-        "summary": HIDDEN_CHANGE
-        if hidden
-        else with_names(registry.summary(row.tool_name, row.input), names),
+        "summary": HIDDEN_CHANGE if hidden else named_summary(row.tool_name, row.input, names),
         "actor": row.user.get_username(),
         "model": row.model,
         "reason": preview.get("reason", ""),

@@ -7,7 +7,6 @@ world (`campaigns.visibility`): a player's board, feed and undo dialog tell noth
 fog hides.
 """
 
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -46,20 +45,6 @@ from web.pages.changes import concealed, describe
 
 FEED_TURNS = 50
 FEED_ROLLS = 50
-_CREATURE_REFS = re.compile(r"\bcreatures? (\d+(?:, \d+)*)")
-
-
-def with_names(text: str, names: dict[int, str]) -> str:
-    """`creature 7: HP -5` reads `Goblin: HP -5` for people; unknown ids stay as they are."""
-
-    def name_all(match: re.Match) -> str:
-        ids = [int(part) for part in match[1].split(", ")]
-        if not all(pk in names for pk in ids):
-            return match[0]
-        return ", ".join(names[pk] for pk in ids)
-
-    return _CREATURE_REFS.sub(name_all, text)
-
 
 CALL_LABELS = {
     ToolInvocation.Status.PENDING: "running",
@@ -317,7 +302,6 @@ def _tool_call(row: dict[str, Any], names: dict[int, str], fog: Fog | None) -> T
             names=names,
             snapshot=row["revert_snapshot"],
             post_state=row["post_state"],
-            fallback=lambda text: with_names(text, names),
             fog=fog,
         ),
         status=row["status"],
@@ -444,7 +428,6 @@ def undo_plan(
             names=names,
             snapshot=row.get("revert_snapshot"),
             post_state=row.get("post_state"),
-            fallback=lambda summary: with_names(summary, names),
             fog=fog,
         )
         reason = call.get("skip_reason") or ""
