@@ -48,12 +48,12 @@ def test_every_link_stays_in_the_repository_and_reaches_its_target(doc: Path):
 
 
 CODE_REFERENCE = re.compile(r"\bdocs/([\w-]+\.md)(?:#([\w-]+))?")
-OUTSIDE = re.compile(r"SPEC §|\.\./shared")
+OUTSIDE = re.compile(r"SPEC §|STYLE §|STYLE\.md|\.\./shared")
 
 
 def _code_files() -> list[Path]:
     tracked = subprocess.run(
-        ["git", "ls-files", "*.py", "*.js", "*.html", "*.css", "Makefile", "Procfile"],
+        ["git", "ls-files", "*.py", "*.js", "*.html", "*.css", "*.md", "Makefile", "Procfile"],
         cwd=ROOT,
         capture_output=True,
         text=True,

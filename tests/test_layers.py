@@ -1,4 +1,4 @@
-"""Imports between the project's top-level packages run downhill only (STYLE.md point 11).
+"""Imports between the project's top-level packages run downhill only (docs/architecture.md#layers).
 
 The layers, bottom to top: core (plumbing every layer may use) → campaigns (the world) →
 ai_tools (the tools) → audit (the log) → gm (the game master) → web (the surfaces) → config
