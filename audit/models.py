@@ -12,8 +12,7 @@ from campaigns.models import Campaign, Revertible, Turn, campaign_key, user_refe
 
 class InvocationOrigin(models.TextChoices):
     """Who wrote a log row (`ToolInvocation.source`): the REST tool-call endpoint or the GM
-    runner. Not the realtime event source (`campaigns.realtime.EventSource`) nor a chat
-    message's (`ChatMessage.Source`)."""
+    runner. Not the source of a realtime event or a chat message (`campaigns.models.Source`)."""
 
     API = "api"
     GM = "gm"

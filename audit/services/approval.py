@@ -30,8 +30,9 @@ from audit.selectors import invocation_get
 from audit.services.common import ToolFailed, campaign_lock
 from audit.services.dispatch import approved_call_run, held_call_context
 from audit.services.preview import call_preview, preview_is_stale
-from campaigns.models import Campaign
-from campaigns.realtime import EventSource, broadcast_on_commit, event
+from campaigns.events import ApprovalResolved
+from campaigns.models import Campaign, Source
+from campaigns.realtime import broadcast_on_commit, event
 from campaigns.selectors import campaign_get_visible
 from core.errors import Conflict, StalePreview
 
@@ -190,24 +191,23 @@ def _resolved(
 ) -> None:
     """`approval_resolved` for the table (its number reserved now, sent after commit), and the
     signal that resumes the turn."""
-    data = {
-        "invocation": str(row.pk),
-        "tool_name": row.tool_name,
-        "status": status,
-        "by": by.get_username() if by is not None else None,
-        "reason": reason,
-        "ran_as": str(ran.pk) if ran is not None else None,
-        "ran_status": ran.status if ran is not None else None,
-        "result": ran.result if ran is not None else None,
-        "error": ran.error if ran is not None and ran.status == Status.FAILED else "",
-    }
+    resolved = ApprovalResolved(
+        invocation=str(row.pk),
+        tool_name=row.tool_name,
+        status=status,
+        by=by.get_username() if by is not None else None,
+        reason=reason,
+        ran_as=str(ran.pk) if ran is not None else None,
+        ran_status=ran.status if ran is not None else None,
+        result=ran.result if ran is not None else None,
+        error=ran.error if ran is not None and ran.status == Status.FAILED else "",
+    )
     broadcast_on_commit(
         row.campaign_id,
         [
             event(
-                "approval_resolved",
-                data,
-                source=EventSource.USER if by is not None else EventSource.SYSTEM,
+                resolved,
+                source=Source.USER if by is not None else Source.SYSTEM,
                 turn=row.turn_id,
                 invocation=row.pk,
             )

@@ -12,14 +12,14 @@ from channels.layers import get_channel_layer
 from django.db import transaction
 
 from campaigns import realtime
-from campaigns.realtime import EVENTS_MESSAGE, EventSource, broadcast_on_commit, event, group_name
+from campaigns.events import GMTextDelta
+from campaigns.models import Source
+from campaigns.realtime import EVENTS_MESSAGE, broadcast_on_commit, event, group_name
 from tests.realtime.conftest import TIMEOUT, browser
 
 
 def three_events() -> list[dict]:
-    return [
-        event("scene_changed", {"n": n}, source=EventSource.SYSTEM, turn=None) for n in range(3)
-    ]
+    return [event(GMTextDelta(text=f"{n}"), source=Source.SYSTEM, turn=None) for n in range(3)]
 
 
 @pytest.fixture
