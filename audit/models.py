@@ -2,6 +2,7 @@
 `reverted` by the revert service; nothing else edits or deletes them."""
 
 import uuid
+from enum import StrEnum
 
 from django.conf import settings
 from django.db import models
@@ -19,6 +20,24 @@ class InvocationOrigin(models.TextChoices):
     # A person's own hand at the table (the GM adjusting HP, a player dragging a token): logged
     # and undoable like the AI's calls; its events carry the source `user`.
     USER = "user"
+
+
+class SkipReason(StrEnum):
+    """Why a revert or an undo leaves a log row as it is (`audit.services.revert.skip_reason`);
+    each surface words it for its readers."""
+
+    ALREADY_REVERTED = "already_reverted"
+    NOT_COMMITTED = "not_committed"
+    NOT_REVERTIBLE = "not_revertible"
+
+
+class ApprovalAnswer(StrEnum):
+    """How a held call was answered (`audit.services.approval`): the held row moves to
+    `pending` when approved, so its status alone does not say it."""
+
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    EXPIRED = "expired"
 
 
 class ToolInvocation(Revertible):

@@ -13,7 +13,7 @@ from typing import Any
 
 from ai_tools import registry
 from ai_tools.base import ReadTool, ToolContext, ToolError
-from audit.models import InvocationOrigin, ToolInvocation
+from audit.models import ApprovalAnswer, InvocationOrigin, ToolInvocation
 from audit.services import invocation_dispatch
 from audit.services.approval import approval_answer
 from campaigns.events import Event, GMTextDelta
@@ -184,7 +184,7 @@ def _outcome(row: ToolInvocation) -> ToolOutcome:
         raise TurnStopped(TurnStopped.PAUSED)
     if row.status in ANSWERED:
         answer = approval_answer(row)
-        if answer["status"] == "approved":
+        if answer["status"] == ApprovalAnswer.APPROVED:
             return _outcome(row.approved_runs.get())
         return ToolOutcome(False, {"error": answer["reason"], "status": row.status}, str(row.pk))
     if row.committed_at is not None:  # committed (and perhaps reverted since)

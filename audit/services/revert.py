@@ -10,7 +10,7 @@ from django.utils import timezone
 from ai_tools import entities, registry
 from ai_tools.base import ToolContext
 from audit.chain import transitions_append
-from audit.models import ToolInvocation, WriteSetEntry
+from audit.models import SkipReason, ToolInvocation, WriteSetEntry
 from audit.permissions import authorize_revert, recording_denials
 from audit.selectors import invocation_get
 from audit.services.approval import held_calls_withdraw
@@ -39,7 +39,7 @@ UNFAITHFUL = (
 @dataclass
 class RevertResult:
     reverted: bool
-    skip_reason: str | None = None
+    skip_reason: SkipReason | None = None
     details: dict[str, Any] = field(default_factory=dict)
 
 
@@ -49,13 +49,13 @@ class UndoResult:
     skipped: list[dict[str, str]]
 
 
-def skip_reason(row: ToolInvocation) -> str | None:
+def skip_reason(row: ToolInvocation) -> SkipReason | None:
     if row.status == ToolInvocation.Status.REVERTED:
-        return "already_reverted"
+        return SkipReason.ALREADY_REVERTED
     if row.status != COMMITTED:
-        return "not_committed"
+        return SkipReason.NOT_COMMITTED
     if not row.revertible:
-        return "not_revertible"
+        return SkipReason.NOT_REVERTIBLE
     return None
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from audit.models import SkipReason
 from campaigns.events import CATALOGUE, Event, GMTextDelta, MessageCreated, StateChanged
 from campaigns.models import Campaign, Source
 from campaigns.realtime import broadcast_on_commit, event
@@ -88,6 +89,20 @@ def test_the_page_subscribes_only_to_catalogue_events_and_its_own():
     assert {name: types for name, types in unknown.items() if types} == {}
     everything = set().union(*(subscribed(name, script) for name, script in SCRIPTS.items()))
     assert {"message_created", "member_added"} <= everything  # a call and a loop were read
+
+
+def test_the_scripts_compare_sources_and_skip_reasons_only_with_their_vocabularies():
+    compared = {
+        vocabulary: {
+            value
+            for script in SCRIPTS.values()
+            for value in re.findall(rf"\b{key}\s*[!=]==\s*\"(\w+)\"", script)
+        }
+        for key, vocabulary in (("source", Source), ("skip_reason", SkipReason))
+    }
+    assert compared[Source] and compared[SkipReason]  # the scripts do compare both
+    for vocabulary, values in compared.items():
+        assert values <= {v.value for v in vocabulary}, vocabulary.__name__
 
 
 @pytest.mark.parametrize("cls", CATALOGUE.values(), ids=list(CATALOGUE))

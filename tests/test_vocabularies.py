@@ -1,0 +1,14 @@
+"""A vocabulary is declared once and every surface reads it from there: skip reasons, a log row's
+origin, the statuses the analytics count. These fail when a surface grows a value of its own or
+misses one the declaration has."""
+
+from audit.models import SkipReason
+from web.admin import reverting
+from web.api.audit.serializers import RevertResultSerializer
+from web.pages import presenters
+
+
+def test_every_surface_words_every_skip_reason_and_no_other():
+    assert set(presenters.SKIPS) == set(SkipReason)
+    assert set(reverting.SKIP_REASONS) == set(SkipReason)
+    assert set(RevertResultSerializer().fields["skip_reason"].choices) == set(SkipReason)
