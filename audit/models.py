@@ -13,13 +13,15 @@ from campaigns.models import Campaign, Revertible, Turn, campaign_key, user_refe
 
 class InvocationOrigin(models.TextChoices):
     """Who wrote a log row (`ToolInvocation.source`): the REST tool-call endpoint or the GM
-    runner. Not the source of a realtime event or a chat message (`campaigns.models.Source`)."""
+    runner. Not the source of a realtime event or a chat message (`campaigns.models.Source`).
+    A new way in is a member here (and a migration of the field's choices). The labels are
+    the stored words, which the admin shows as they are."""
 
-    API = "api"
-    GM = "gm"
+    API = "api", "api"
+    GM = "gm", "gm"
     # A person's own hand at the table (the GM adjusting HP, a player dragging a token): logged
     # and undoable like the AI's calls; its events carry the source `user`.
-    USER = "user"
+    USER = "user", "user"
 
 
 class SkipReason(StrEnum):
@@ -81,7 +83,9 @@ class ToolInvocation(Revertible):
     read_set = models.JSONField(default=list, blank=True)
     broadcast_events = models.JSONField(default=list, blank=True)
     model = models.CharField(max_length=100, blank=True, default="")
-    source = models.CharField(max_length=32, blank=True, default="")
+    source = models.CharField(
+        max_length=32, blank=True, default="", choices=InvocationOrigin.choices
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     committed_at = models.DateTimeField(null=True, blank=True)
     # Human in the loop (audit/services/approval.py). A call held for approval is a row of its
