@@ -296,6 +296,18 @@ class ToolCounts(models.Model):
     expired = models.BigIntegerField(default=0)
     approved = models.BigIntegerField(default=0)
 
+    # The column counting the rows that stand in each status: the API's key (`awaiting` for
+    # `awaiting_approval`, docs/api.md#analytics).
+    STATUS_COLUMNS = {
+        ToolInvocation.Status.PENDING: "pending",
+        ToolInvocation.Status.COMMITTED: "committed",
+        ToolInvocation.Status.FAILED: "failed",
+        ToolInvocation.Status.REVERTED: "reverted",
+        ToolInvocation.Status.AWAITING_APPROVAL: "awaiting",
+        ToolInvocation.Status.REJECTED: "rejected",
+        ToolInvocation.Status.EXPIRED: "expired",
+    }
+
     class Meta:
         abstract = True
 

@@ -2,7 +2,7 @@
 origin, the statuses the analytics count. These fail when a surface grows a value of its own or
 misses one the declaration has."""
 
-from audit.models import InvocationOrigin, SkipReason, ToolInvocation
+from audit.models import InvocationOrigin, SkipReason, ToolCounts, ToolInvocation
 from web.admin import reverting
 from web.api.audit.serializers import RevertResultSerializer
 from web.pages import presenters
@@ -16,3 +16,10 @@ def test_every_surface_words_every_skip_reason_and_no_other():
 
 def test_a_log_rows_source_is_one_of_the_origins():
     assert ToolInvocation._meta.get_field("source").choices == InvocationOrigin.choices
+
+
+def test_every_status_has_its_analytics_column():
+    columns = ToolCounts.STATUS_COLUMNS
+    assert set(columns) == set(ToolInvocation.Status)
+    assert all(ToolCounts._meta.get_field(name) for name in columns.values())
+    assert columns[ToolInvocation.Status.AWAITING_APPROVAL] == "awaiting"  # the API's key
