@@ -195,7 +195,7 @@ class StatusTransition(models.Model):
             # The approvals the analytics count: few links among many reverts.
             models.Index(
                 fields=["campaign"],
-                condition=models.Q(from_status="awaiting_approval"),
+                condition=models.Q(from_status=ToolInvocation.Status.AWAITING_APPROVAL),
                 name="transition_approval_idx",
             )
         ]

@@ -255,7 +255,7 @@ def turn_create(
         role=ChatMessage.Role.PLAYER,
         source=Source.USER,
         content=message,
-        gm="queued" if queued else None,
+        gm=Turn.Status.QUEUED if queued else None,
     )
     return turn
 

@@ -167,7 +167,13 @@ class ApprovalResultSerializer(serializers.Serializer):
     the world as it now is), with its `result` or `detail`; rejected: `rejected`."""
 
     invocation = serializers.UUIDField(help_text="The held row.")
-    status = serializers.ChoiceField(choices=["committed", "failed", "rejected"])
+    status = serializers.ChoiceField(
+        choices=[
+            ToolInvocation.Status.COMMITTED,
+            ToolInvocation.Status.FAILED,
+            ToolInvocation.Status.REJECTED,
+        ]
+    )
     ran_as = serializers.UUIDField(allow_null=True, help_text="The row the approved call ran as.")
     result = serializers.JSONField(allow_null=True, required=False)
     detail = serializers.CharField(required=False)
