@@ -187,12 +187,12 @@ def _serving_a_loop() -> bool:
 class _PublisherLoop:
     """An event loop of the process's own, on a daemon thread, for sends from plain sync code
     (a GM worker, a command, a script): `async_to_sync` there starts a thread and an event loop
-    per send (and channels-redis a connection per loop), which cost the audited dispatch more
-    than its statements. The caller does not wait for the send either (waking the loop's thread
-    and being woken back cost about 0.1 ms per call): `submit` queues the send and returns; one
-    task on the loop sends the queue's messages one at a time, in the order they were queued,
-    so a campaign's events leave a process in seq order. A send that fails is logged by
-    `_deliver`; the process waits for the queue at exit (`atexit`, `flush`)."""
+    per send (and channels-redis a connection per loop), which every publish would pay for.
+    The caller does not wait for the send either, or every publish would pay for waking the
+    loop's thread and being woken back: `submit` queues the send and returns; one task on the
+    loop sends the queue's messages one at a time, in the order they were queued, so a
+    campaign's events leave a process in seq order. A send that fails is logged by `_deliver`;
+    the process waits for the queue at exit (`atexit`, `flush`)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
