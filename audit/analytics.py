@@ -18,7 +18,7 @@ from typing import Any
 
 from django.db.models import Count, Q, QuerySet, Sum
 
-from audit.models import SecurityEvent, ToolDay, ToolDayAll, ToolInvocation
+from audit.models import SecurityEvent, ToolCounts, ToolDay, ToolDayAll, ToolInvocation
 from audit.rollup import COUNT_COLUMNS, approvals, rollup_refresh
 from campaigns.models import Campaign
 from campaigns.selectors import campaign_get_visible
@@ -28,13 +28,17 @@ from core.permissions import is_audit_staff
 Status = ToolInvocation.Status
 # The calls that ran and stood at some point: the base of a revert rate.
 RAN = (Status.COMMITTED, Status.REVERTED)
+# The statuses counted from the log rows themselves, by their columns' names.
 COUNTED = {
-    "failed": Status.FAILED,
-    "reverted": Status.REVERTED,
-    "committed": Status.COMMITTED,
-    "awaiting": Status.AWAITING_APPROVAL,
-    "rejected": Status.REJECTED,
-    "expired": Status.EXPIRED,
+    ToolCounts.STATUS_COLUMNS[status]: status
+    for status in (
+        Status.FAILED,
+        Status.REVERTED,
+        Status.COMMITTED,
+        Status.AWAITING_APPROVAL,
+        Status.REJECTED,
+        Status.EXPIRED,
+    )
 }
 
 

@@ -2,6 +2,7 @@
 `reverted` by the revert service; nothing else edits or deletes them."""
 
 import uuid
+from enum import StrEnum
 
 from django.conf import settings
 from django.db import models
@@ -12,14 +13,33 @@ from campaigns.models import Campaign, Revertible, Turn, campaign_key, user_refe
 
 class InvocationOrigin(models.TextChoices):
     """Who wrote a log row (`ToolInvocation.source`): the REST tool-call endpoint or the GM
-    runner. Not the realtime event source (`campaigns.realtime.EventSource`) nor a chat
-    message's (`ChatMessage.Source`)."""
+    runner. Not the source of a realtime event or a chat message (`campaigns.models.Source`).
+    A new way in is a member here (and a migration of the field's choices). The labels are
+    the stored words, which the admin shows as they are."""
 
-    API = "api"
-    GM = "gm"
+    API = "api", "api"
+    GM = "gm", "gm"
     # A person's own hand at the table (the GM adjusting HP, a player dragging a token): logged
     # and undoable like the AI's calls; its events carry the source `user`.
-    USER = "user"
+    USER = "user", "user"
+
+
+class SkipReason(StrEnum):
+    """Why a revert or an undo leaves a log row as it is (`audit.services.revert.skip_reason`);
+    each surface words it for its readers."""
+
+    ALREADY_REVERTED = "already_reverted"
+    NOT_COMMITTED = "not_committed"
+    NOT_REVERTIBLE = "not_revertible"
+
+
+class ApprovalAnswer(StrEnum):
+    """How a held call was answered (`audit.services.approval`): the held row moves to
+    `pending` when approved, so its status alone does not say it."""
+
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    EXPIRED = "expired"
 
 
 class ToolInvocation(Revertible):
@@ -63,7 +83,9 @@ class ToolInvocation(Revertible):
     read_set = models.JSONField(default=list, blank=True)
     broadcast_events = models.JSONField(default=list, blank=True)
     model = models.CharField(max_length=100, blank=True, default="")
-    source = models.CharField(max_length=32, blank=True, default="")
+    source = models.CharField(
+        max_length=32, blank=True, default="", choices=InvocationOrigin.choices
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     committed_at = models.DateTimeField(null=True, blank=True)
     # Human in the loop (audit/services/approval.py). A call held for approval is a row of its
@@ -173,7 +195,7 @@ class StatusTransition(models.Model):
             # The approvals the analytics count: few links among many reverts.
             models.Index(
                 fields=["campaign"],
-                condition=models.Q(from_status="awaiting_approval"),
+                condition=models.Q(from_status=ToolInvocation.Status.AWAITING_APPROVAL),
                 name="transition_approval_idx",
             )
         ]
@@ -273,6 +295,18 @@ class ToolCounts(models.Model):
     rejected = models.BigIntegerField(default=0)
     expired = models.BigIntegerField(default=0)
     approved = models.BigIntegerField(default=0)
+
+    # The column counting the rows that stand in each status: the API's key (`awaiting` for
+    # `awaiting_approval`, docs/api.md#analytics).
+    STATUS_COLUMNS = {
+        ToolInvocation.Status.PENDING: "pending",
+        ToolInvocation.Status.COMMITTED: "committed",
+        ToolInvocation.Status.FAILED: "failed",
+        ToolInvocation.Status.REVERTED: "reverted",
+        ToolInvocation.Status.AWAITING_APPROVAL: "awaiting",
+        ToolInvocation.Status.REJECTED: "rejected",
+        ToolInvocation.Status.EXPIRED: "expired",
+    }
 
     class Meta:
         abstract = True

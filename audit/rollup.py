@@ -39,19 +39,18 @@ from django.db.models import BooleanField, Count, Exists, F, OuterRef, Q, QueryS
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce, TruncDate
 
-from audit.models import AnalyticsMark, StatusTransition, ToolDay, ToolDayAll, ToolInvocation
+from audit.models import (
+    AnalyticsMark,
+    StatusTransition,
+    ToolCounts,
+    ToolDay,
+    ToolDayAll,
+    ToolInvocation,
+)
 from campaigns.models import Campaign
 
 Status = ToolInvocation.Status
-STATUS_COLUMNS = {
-    Status.PENDING: "pending",
-    Status.COMMITTED: "committed",
-    Status.FAILED: "failed",
-    Status.REVERTED: "reverted",
-    Status.AWAITING_APPROVAL: "awaiting",
-    Status.REJECTED: "rejected",
-    Status.EXPIRED: "expired",
-}
+STATUS_COLUMNS = ToolCounts.STATUS_COLUMNS
 COUNT_COLUMNS = ("calls", *STATUS_COLUMNS.values(), "approved")
 # A link out of awaiting_approval to one of these is not an approval (audit/analytics.py).
 REFUSED = (Status.REJECTED, Status.EXPIRED, Status.AWAITING_APPROVAL)

@@ -17,6 +17,17 @@ def user_reference(*, on_delete: Any) -> models.ForeignKey:
     return models.ForeignKey(User, null=True, blank=True, on_delete=on_delete, related_name="+")
 
 
+class Source(models.TextChoices):
+    """What caused a chat message or a realtime event (the envelope's `source`): a person, the
+    AI's tool calls and narration, or the table itself (reverts, undos, a failed turn, the
+    hello). A message's event takes its source from the message. Not a log row's origin
+    (`audit.models.InvocationOrigin`)."""
+
+    USER = "user"
+    AI_TOOL_EXECUTION = "ai_tool_execution"
+    SYSTEM = "system"
+
+
 class Campaign(models.Model):
     class Status(models.TextChoices):
         ACTIVE = "active"
@@ -403,10 +414,7 @@ class ChatMessage(models.Model):
         GM = "gm"
         SYSTEM = "system"
 
-    class Source(models.TextChoices):
-        USER = "user"
-        AI_TOOL_EXECUTION = "ai_tool_execution"
-        SYSTEM = "system"
+    Source = Source  # the one vocabulary, also read as a message's own (`ChatMessage.Source`)
 
     campaign = campaign_key("messages")
     turn = models.ForeignKey(

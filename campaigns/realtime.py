@@ -12,7 +12,6 @@ import logging
 import os
 import threading
 from collections.abc import Awaitable, Callable
-from enum import StrEnum
 from functools import partial
 from typing import Any
 
@@ -23,21 +22,11 @@ from django.utils import timezone
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from campaigns.models import Campaign
+from campaigns.events import CATALOGUE, Event, Hello
+from campaigns.models import Campaign, Source
 from campaigns.visibility import player_envelopes
 
 logger = logging.getLogger(__name__)
-
-
-class EventSource(StrEnum):
-    """What caused a realtime event (the envelope's `source`): the AI's tool calls and
-    narration, a person, or the table itself (reverts, undos, a failed turn, the hello). Not a
-    log row's origin (`audit.models.InvocationOrigin`) nor a chat message's provenance
-    (`ChatMessage.Source`), though a message's event takes its source from the message."""
-
-    AI_TOOL_EXECUTION = "ai_tool_execution"
-    USER = "user"
-    SYSTEM = "system"
 
 
 # What a channel layer that cannot be reached raises: the network's errors (the built-in
@@ -46,8 +35,9 @@ LAYER_UNAVAILABLE: tuple[type[Exception], ...] = (OSError, RedisConnectionError,
 
 
 # Tests turn this on (tests/conftest.py): every envelope is round-tripped through JSON where it
-# is made, so a payload the wire cannot carry (a datetime, a Decimal) fails at its call site,
-# not after commit in the channel layer or the consumer, where a failure is only logged.
+# is made and its data read back as its catalogue class reads it, so a payload the wire cannot
+# carry (a datetime, a Decimal) or a value of the wrong type fails at its call site, not after
+# commit in the channel layer or the consumer, where a failure is only logged.
 ROUND_TRIP_JSON = False
 
 
@@ -63,28 +53,35 @@ def group_name(campaign_id: Any) -> str:
 
 
 def event(
-    type: str,
-    data: dict[str, Any],
+    payload: Event,
     *,
-    source: EventSource,
+    source: Source,
     turn: Any = None,
     invocation: Any = None,
 ) -> dict[str, Any]:
+    """An event's envelope, before it is numbered: only an event of the catalogue
+    (`campaigns.events`) is one; anything else is a TypeError."""
+    if CATALOGUE.get(getattr(payload, "type", None)) is not type(payload):
+        raise TypeError(f"{payload!r} is not an event of the catalogue (campaigns.events)")
     envelope = {
-        "type": type,
-        "source": EventSource(source).value,
+        "type": payload.type,
+        "source": Source(source).value,
         "turn": turn,
         "invocation": str(invocation) if invocation else None,
-        "data": data,
+        "data": payload.data(),
     }
-    return json.loads(json.dumps(envelope)) if ROUND_TRIP_JSON else envelope
+    if not ROUND_TRIP_JSON:
+        return envelope
+    envelope = json.loads(json.dumps(envelope))
+    type(payload).from_wire(envelope["data"])
+    return envelope
 
 
 def hello(campaign_id: Any, seq: int) -> dict[str, Any]:
     """The first envelope on every new socket, for that socket alone: `seq` is the campaign's
     last event when the socket joined its group, so a client that has seen less knows it missed
     events (and refetches `/state/`), and one that has seen as much knows it missed none."""
-    envelope = event("hello", {}, source=EventSource.SYSTEM)
+    envelope = event(Hello(), source=Source.SYSTEM)
     return {**envelope, "campaign": str(campaign_id), "seq": seq, "at": timezone.now().isoformat()}
 
 
@@ -97,9 +94,14 @@ def broadcast_on_commit(
     events are numbered after it and the caller stores `after + len(events)` as the new
     `event_seq` in its own write of the campaign row, before it commits (the audited dispatch
     does, in the statement that writes its log row). Without it this reserves the numbers
-    itself (one UPDATE, which takes the row lock if the caller does not hold it yet)."""
+    itself (one UPDATE, which takes the row lock if the caller does not hold it yet).
+
+    Only envelopes of catalogue events (`event`) are sent: another type is a TypeError."""
     if not events:
         return []
+    strangers = [e.get("type") for e in events if e.get("type") not in CATALOGUE]
+    if strangers:
+        raise TypeError(f"not events of the catalogue (campaigns.events): {strangers}")
     last = (
         after + len(events) if after is not None else _advance_event_seq(campaign_id, len(events))
     )
@@ -185,12 +187,12 @@ def _serving_a_loop() -> bool:
 class _PublisherLoop:
     """An event loop of the process's own, on a daemon thread, for sends from plain sync code
     (a GM worker, a command, a script): `async_to_sync` there starts a thread and an event loop
-    per send (and channels-redis a connection per loop), which cost the audited dispatch more
-    than its statements. The caller does not wait for the send either (waking the loop's thread
-    and being woken back cost about 0.1 ms per call): `submit` queues the send and returns; one
-    task on the loop sends the queue's messages one at a time, in the order they were queued,
-    so a campaign's events leave a process in seq order. A send that fails is logged by
-    `_deliver`; the process waits for the queue at exit (`atexit`, `flush`)."""
+    per send (and channels-redis a connection per loop), which every publish would pay for.
+    The caller does not wait for the send either, or every publish would pay for waking the
+    loop's thread and being woken back: `submit` queues the send and returns; one task on the
+    loop sends the queue's messages one at a time, in the order they were queued, so a
+    campaign's events leave a process in seq order. A send that fails is logged by `_deliver`;
+    the process waits for the queue at exit (`atexit`, `flush`)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

@@ -13,6 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 from guardian.shortcuts import assign_perm, remove_perm
 
+from campaigns.events import DiceRolled, Event, MemberAdded, MessageCreated, StateChanged
 from campaigns.models import (
     ApprovalPolicyChange,
     Campaign,
@@ -25,9 +26,10 @@ from campaigns.models import (
     Invite,
     Membership,
     Resource,
+    Source,
     Turn,
 )
-from campaigns.realtime import EventSource, broadcast_on_commit, event
+from campaigns.realtime import broadcast_on_commit, event
 from campaigns.selectors import invite_get_usable
 from core.errors import Conflict, InvalidInput, NotFound
 
@@ -85,25 +87,24 @@ def membership_add(
         remove_perm(REVERT_ANY_TURN, user, campaign)
     _announce(
         campaign.pk,
-        "member_added",
-        {
-            "user_id": user.pk,
-            "username": user.get_username(),
-            "role": membership.role,
-            "can_revert_any": can_revert_any,
-        },
+        MemberAdded(
+            user_id=user.pk,
+            username=user.get_username(),
+            role=membership.role,
+            can_revert_any=can_revert_any,
+        ),
     )
     return membership
 
 
-def _announce(campaign_id: Any, type: str, data: dict[str, Any]) -> None:
+def _announce(campaign_id: Any, payload: Event) -> None:
     """A person's set-up change, told to the table after commit (source `user`)."""
-    broadcast_on_commit(campaign_id, [event(type, data, source=EventSource.USER)])
+    broadcast_on_commit(campaign_id, [event(payload, source=Source.USER)])
 
 
 def _row_added(campaign_id: Any, entity: str, row: dict[str, Any]) -> None:
     """A new row of the state dump: a `state_changed` with its fields as `/state/` lists them."""
-    _announce(campaign_id, "state_changed", {"entity": entity, "id": row["id"], "fields": row})
+    _announce(campaign_id, StateChanged(entity=entity, id=row["id"], fields=row))
 
 
 @transaction.atomic
@@ -177,11 +178,7 @@ def chapter_create(*, campaign: Campaign, title: str) -> Chapter:
         Campaign.objects.filter(pk=campaign.pk).update(current_chapter=chapter)
         campaign.current_chapter = chapter
         fields = {"current_chapter_id": chapter.pk}
-        _announce(
-            campaign.pk,
-            "state_changed",
-            {"entity": "campaign", "id": str(campaign.pk), "fields": fields},
-        )
+        _announce(campaign.pk, StateChanged(entity="campaign", id=str(campaign.pk), fields=fields))
     return chapter
 
 
@@ -256,9 +253,9 @@ def turn_create(
         turn=turn,
         author=actor,
         role=ChatMessage.Role.PLAYER,
-        source=ChatMessage.Source.USER,
+        source=Source.USER,
         content=message,
-        gm="queued" if queued else None,
+        gm=Turn.Status.QUEUED if queued else None,
     )
     return turn
 
@@ -268,7 +265,7 @@ def message_post(
     turn: Turn,
     author: Any,
     role: str,
-    source: ChatMessage.Source,
+    source: Source,
     content: str,
     gm: str | None = None,
 ) -> ChatMessage:
@@ -286,15 +283,14 @@ def message_post(
             turn.campaign_id,
             [
                 event(
-                    "message_created",
-                    {
-                        "id": message.pk,
-                        "role": role,
-                        "content": content,
-                        "author": author.get_username() if author else None,
-                        "gm": gm,
-                    },
-                    source=EventSource(source),
+                    MessageCreated(
+                        id=message.pk,
+                        role=role,
+                        content=content,
+                        author=author.get_username() if author else None,
+                        gm=gm,
+                    ),
+                    source=source,
                     turn=turn.pk,
                 )
             ],
@@ -330,15 +326,9 @@ def dice_roll_record(
     roll = DiceRoll.objects.create(
         campaign=campaign, turn=turn, author=author, by_gm=by_gm, tool_use_id=tool_use_id, **shown
     )
-    data = {
-        "id": roll.pk,
-        **shown,
-        "author": author.get_username() if author else None,
-        "by_gm": by_gm,
-    }
-    source = EventSource.AI_TOOL_EXECUTION if by_gm else EventSource.USER
-    broadcast_on_commit(
-        campaign.pk,
-        [event("dice_rolled", data, source=source, turn=turn.pk if turn else None)],
+    rolled = DiceRolled(
+        id=roll.pk, **shown, author=author.get_username() if author else None, by_gm=by_gm
     )
+    source = Source.AI_TOOL_EXECUTION if by_gm else Source.USER
+    broadcast_on_commit(campaign.pk, [event(rolled, source=source, turn=turn.pk if turn else None)])
     return roll

@@ -15,6 +15,13 @@ from typing import Any
 
 from django.db.models import Exists, OuterRef, Q, Value
 
+from campaigns.events import (
+    ApprovalRequested,
+    ApprovalResolved,
+    InteractionReverted,
+    InvocationReverted,
+    StateChanged,
+)
 from campaigns.models import Campaign, Creature, FogCell
 from campaigns.permissions import runs_table
 
@@ -174,6 +181,8 @@ def held_call_hidden(call: Any, preview: Any, fog: Fog) -> bool:
 
 # ---- realtime events as players see them ------------------------------------------------------
 
+REVERTED = (InvocationReverted.type, InteractionReverted.type)
+
 
 def _creature_id(entry: Any) -> int | None:
     """The creature a state entry (`{entity, id, fields}`) describes, unless it is gone."""
@@ -186,15 +195,15 @@ def _named(envelope: dict[str, Any]) -> tuple[set[int], set[Cell]]:
     """The creatures an event names that may be hidden (a PC it describes whole is not), and
     the cells a held call would put a creature on."""
     data, kind = envelope["data"], envelope["type"]
-    if kind == "state_changed":
+    if kind == StateChanged.type:
         fields = data.get("fields") or {}
         pc = fields.get("kind") == Creature.Kind.PC
         return ({pk} if (pk := _creature_id(data)) is not None and not pc else set()), set()
-    if kind in ("invocation_reverted", "interaction_reverted"):
+    if kind in REVERTED:
         return {pk for s in data.get("state", []) if (pk := _creature_id(s)) is not None}, set()
-    if kind == "approval_requested":
+    if kind == ApprovalRequested.type:
         return held_call_names(data.get("input"), data.get("preview"))
-    if kind == "approval_resolved":
+    if kind == ApprovalResolved.type:
         result = data.get("result")
         subject = result.get("creature_id") if isinstance(result, dict) else None
         return ({subject} if type(subject) is int else set()), set()
@@ -225,17 +234,17 @@ def _envelope_seen(envelope: dict[str, Any], fog: Fog) -> dict[str, Any]:
     leaves hidden creatures out; a held call or its answer that tells of one keeps only who,
     what tool and why."""
     data, kind, hidden = envelope["data"], envelope["type"], fog.hidden
-    if kind == "state_changed" and _creature_id(data) in hidden:
+    if kind == StateChanged.type and _creature_id(data) in hidden:
         return {**envelope, "data": {}}
-    if kind in ("invocation_reverted", "interaction_reverted"):
+    if kind in REVERTED:
         restored = data.get("state", [])
         state = [s for s in restored if _creature_id(s) not in hidden]
         return envelope if len(state) == len(restored) else _with(envelope, state=state)
-    if kind == "approval_requested" and held_call_hidden(
+    if kind == ApprovalRequested.type and held_call_hidden(
         data.get("input"), data.get("preview"), fog
     ):
         return _with(envelope, input={}, summary="", preview=[])
-    if kind == "approval_resolved" and _named(envelope)[0] & hidden:
+    if kind == ApprovalResolved.type and _named(envelope)[0] & hidden:
         return _with(envelope, result=None)
     return envelope
 

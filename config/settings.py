@@ -367,6 +367,10 @@ SPECTACULAR_SETTINGS = {
         "CampaignStatusEnum": "campaigns.models.Campaign.Status",
         "TurnStatusEnum": "web.api.serializers.TURN_STATUSES",
         "InvocationStatusEnum": "web.api.audit.serializers.INVOCATION_STATUSES",
+        # A chat message's and an event's source, and a log row's origin: two fields named
+        # `source`, each enum under a name of its own.
+        "SourceEnum": "campaigns.models.Source",
+        "InvocationOriginEnum": "audit.models.InvocationOrigin",
     },
 }
 

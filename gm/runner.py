@@ -14,8 +14,9 @@ from typing import Any
 from django.db import transaction
 
 from audit.models import ToolInvocation
-from campaigns.models import ChatMessage, Turn
-from campaigns.realtime import EventSource, broadcast_on_commit, event
+from campaigns.events import GMTurnCompleted, GMTurnStarted
+from campaigns.models import ChatMessage, Source, Turn
+from campaigns.realtime import broadcast_on_commit, event
 from campaigns.services import message_post
 from core.faults import is_unavailable
 from gm.base import GMError, TurnStopped
@@ -48,8 +49,8 @@ def claim_run(claim: Claim, provider: Any = None) -> Turn:
             provider = provider or provider_for()
             model = provider.model
             session = _session(claim, heartbeat)
-            data = {"actor": turn.actor.get_username(), "model": model, "attempt": claim.attempt}
-            session.publish("gm_turn_started", data)
+            actor = turn.actor.get_username()
+            session.publish(GMTurnStarted(actor=actor, model=model, attempt=claim.attempt))
             while not _played(provider, session, claim):
                 session = _session(claim, heartbeat)  # answered at once: play on from the top
             if not session.paused:
@@ -156,7 +157,7 @@ def turn_close(
                 campaign_id=turn.campaign_id,
                 turn=turn,
                 role=ChatMessage.Role.GM,
-                source=ChatMessage.Source.AI_TOOL_EXECUTION,
+                source=Source.AI_TOOL_EXECUTION,
                 content=text,
                 reverted=True,
             )
@@ -171,11 +172,7 @@ def turn_close(
 
 
 def _post(turn: Turn, role: str, content: str) -> ChatMessage:
-    source = (
-        ChatMessage.Source.AI_TOOL_EXECUTION
-        if role == ChatMessage.Role.GM
-        else ChatMessage.Source.SYSTEM
-    )
+    source = Source.AI_TOOL_EXECUTION if role == ChatMessage.Role.GM else Source.SYSTEM
     return message_post(turn=turn, author=None, role=role, source=source, content=content)
 
 
@@ -205,20 +202,16 @@ def _completed_event(
 ) -> None:
     invocations = ToolInvocation.objects.filter(campaign_id=turn.campaign_id, turn=turn)
     by = turn.cancel_requested_by if status == Turn.Status.CANCELLED else None
-    data = {
-        "status": status,
-        "model": model,
-        "message": message.pk if message else None,
-        "content": message.content if message else "",
-        "invocations": [
+    completed = GMTurnCompleted(
+        status=status,
+        model=model,
+        message=message.pk if message else None,
+        content=message.content if message else "",
+        invocations=[
             str(pk) for pk in invocations.order_by("sequence").values_list("pk", flat=True)
         ],
-        "error": error,
-        "cancelled_by": by.get_username() if by is not None else None,
-    }
-    source = (
-        EventSource.AI_TOOL_EXECUTION if status == Turn.Status.COMPLETED else EventSource.SYSTEM
+        error=error,
+        cancelled_by=by.get_username() if by is not None else None,
     )
-    broadcast_on_commit(
-        turn.campaign_id, [event("gm_turn_completed", data, source=source, turn=turn.pk)]
-    )
+    source = Source.AI_TOOL_EXECUTION if status == Turn.Status.COMPLETED else Source.SYSTEM
+    broadcast_on_commit(turn.campaign_id, [event(completed, source=source, turn=turn.pk)])

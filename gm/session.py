@@ -13,11 +13,12 @@ from typing import Any
 
 from ai_tools import registry
 from ai_tools.base import ReadTool, ToolContext, ToolError
-from audit.models import InvocationOrigin, ToolInvocation
+from audit.models import ApprovalAnswer, InvocationOrigin, ToolInvocation
 from audit.services import invocation_dispatch
 from audit.services.approval import approval_answer
-from campaigns.models import Turn
-from campaigns.realtime import EventSource, broadcast_on_commit, event
+from campaigns.events import Event, GMTextDelta
+from campaigns.models import Source, Turn
+from campaigns.realtime import broadcast_on_commit, event
 from core.errors import AppError
 from gm.base import Round, ToolOutcome, TurnStopped
 from gm.context import GMContext
@@ -58,15 +59,9 @@ class TurnSession:
     def text(self) -> str:
         return "".join(self._said).strip()
 
-    def publish(
-        self,
-        type: str,
-        data: dict[str, Any],
-        *,
-        source: EventSource = EventSource.AI_TOOL_EXECUTION,
-    ) -> None:
+    def publish(self, payload: Event, *, source: Source = Source.AI_TOOL_EXECUTION) -> None:
         broadcast_on_commit(
-            self.turn.campaign_id, [event(type, data, source=source, turn=self.turn.pk)]
+            self.turn.campaign_id, [event(payload, source=source, turn=self.turn.pk)]
         )
 
     def say(self, text: str) -> None:
@@ -81,7 +76,7 @@ class TurnSession:
     def flush(self) -> None:
         if self._pending:
             self._check_lease()
-            self.publish("gm_text_delta", {"text": self._pending})
+            self.publish(GMTextDelta(text=self._pending))
             self._pending = ""
 
     def step(self) -> None:
@@ -189,7 +184,7 @@ def _outcome(row: ToolInvocation) -> ToolOutcome:
         raise TurnStopped(TurnStopped.PAUSED)
     if row.status in ANSWERED:
         answer = approval_answer(row)
-        if answer["status"] == "approved":
+        if answer["status"] == ApprovalAnswer.APPROVED:
             return _outcome(row.approved_runs.get())
         return ToolOutcome(False, {"error": answer["reason"], "status": row.status}, str(row.pk))
     if row.committed_at is not None:  # committed (and perhaps reverted since)

@@ -183,11 +183,11 @@ def _recover(turn: Turn) -> str:
     kept = transcript_text(turn=turn)
     if turn.cancel_requested_at is not None or turn.reverted_at is not None:
         turn_close(turn, status=Turn.Status.CANCELLED, text=kept)
-        outcome = "cancelled"
+        outcome = Turn.Status.CANCELLED
     elif (died := turn.recoveries + 1) >= settings.GM_MAX_ATTEMPTS:
         reason = f"the worker running it stopped responding ({died} attempts)."
         turn_close(turn, status=Turn.Status.FAILED, text=kept, reason=reason)
-        outcome = "failed"
+        outcome = Turn.Status.FAILED
     else:
         deadline = lease_deadline()
         Turn.objects.filter(pk=turn.pk).update(

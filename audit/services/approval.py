@@ -24,14 +24,15 @@ from django.utils import timezone
 
 from ai_tools import registry
 from audit.chain import transitions_append
-from audit.models import ToolInvocation
+from audit.models import ApprovalAnswer, ToolInvocation
 from audit.permissions import authorize_approval, recording_denials
 from audit.selectors import invocation_get
 from audit.services.common import ToolFailed, campaign_lock
 from audit.services.dispatch import approved_call_run, held_call_context
 from audit.services.preview import call_preview, preview_is_stale
-from campaigns.models import Campaign
-from campaigns.realtime import EventSource, broadcast_on_commit, event
+from campaigns.events import ApprovalResolved
+from campaigns.models import Campaign, Source
+from campaigns.realtime import broadcast_on_commit, event
 from campaigns.selectors import campaign_get_visible
 from core.errors import Conflict, StalePreview
 
@@ -43,7 +44,7 @@ approval_resolved = Signal()
 
 @dataclass
 class ApprovalResult:
-    status: str  # approved, rejected or expired
+    status: ApprovalAnswer
     invocation: ToolInvocation  # the held row
     ran: ToolInvocation | None = None  # approved: the row the call ran as
 
@@ -66,14 +67,14 @@ def invocation_approve(
             else:
                 _transition(campaign, row, Status.PENDING, by=user, reason="approved")
                 ran = approved_call_run(row, campaign)
-                _resolved(row, "approved", by=user, ran=ran)
+                _resolved(row, ApprovalAnswer.APPROVED, by=user, ran=ran)
         if stale is not None:
             raise StalePreview(
                 "What this call would change has changed since its preview; here is the "
                 "fresh one. Approve again to run it as it stands now.",
                 preview=stale,
             )
-    return ApprovalResult("approved", row, ran)
+    return ApprovalResult(ApprovalAnswer.APPROVED, row, ran)
 
 
 def invocation_reject(
@@ -86,8 +87,8 @@ def invocation_reject(
         said = f": {reason.strip()}" if reason.strip() else "."
         why = f"{user.get_username()} rejected this call{said}"
         _transition(campaign, row, Status.REJECTED, by=user, reason=why)
-        _resolved(row, "rejected", by=user, reason=why)
-    return ApprovalResult("rejected", row)
+        _resolved(row, ApprovalAnswer.REJECTED, by=user, reason=why)
+    return ApprovalResult(ApprovalAnswer.REJECTED, row)
 
 
 def invocation_expire(*, invocation_id: Any) -> str:
@@ -109,8 +110,8 @@ def invocation_expire(*, invocation_id: Any) -> str:
         minutes = round(settings.APPROVAL_TIMEOUT / 60)
         why = f"No one approved this call within {minutes} minute(s); it expired."
         _transition(campaign, row, Status.EXPIRED, by=None, reason=why)
-        _resolved(row, "expired", by=None, reason=why)
-    return "expired"
+        _resolved(row, ApprovalAnswer.EXPIRED, by=None, reason=why)
+    return ApprovalAnswer.EXPIRED
 
 
 def held_calls_withdraw(*, campaign: Campaign, turn: Any, by: Any, reason: str) -> list[str]:
@@ -123,7 +124,7 @@ def held_calls_withdraw(*, campaign: Campaign, turn: Any, by: Any, reason: str) 
     )
     for row in rows:
         _transition(campaign, row, Status.REJECTED, by=by, reason=reason)
-        _resolved(row, "rejected", by=by, reason=reason)
+        _resolved(row, ApprovalAnswer.REJECTED, by=by, reason=reason)
     return [str(row.pk) for row in rows]
 
 
@@ -140,7 +141,7 @@ def approval_answer(row: ToolInvocation) -> dict[str, Any] | None:
         return None
     ran = row.approved_runs.values_list("pk", "status").first()
     return {
-        "status": "approved" if link.to_status == Status.PENDING else link.to_status,
+        "status": (ApprovalAnswer.APPROVED if link.to_status == Status.PENDING else link.to_status),
         "by": link.by.get_username() if link.by_id else None,
         "at": link.at.isoformat(),
         "reason": link.reason,
@@ -186,28 +187,27 @@ def _transition(campaign: Campaign, row: ToolInvocation, to: str, *, by: Any, re
 
 
 def _resolved(
-    row: ToolInvocation, status: str, *, by: Any, reason: str = "", ran: Any = None
+    row: ToolInvocation, status: ApprovalAnswer, *, by: Any, reason: str = "", ran: Any = None
 ) -> None:
     """`approval_resolved` for the table (its number reserved now, sent after commit), and the
     signal that resumes the turn."""
-    data = {
-        "invocation": str(row.pk),
-        "tool_name": row.tool_name,
-        "status": status,
-        "by": by.get_username() if by is not None else None,
-        "reason": reason,
-        "ran_as": str(ran.pk) if ran is not None else None,
-        "ran_status": ran.status if ran is not None else None,
-        "result": ran.result if ran is not None else None,
-        "error": ran.error if ran is not None and ran.status == Status.FAILED else "",
-    }
+    resolved = ApprovalResolved(
+        invocation=str(row.pk),
+        tool_name=row.tool_name,
+        status=status,
+        by=by.get_username() if by is not None else None,
+        reason=reason,
+        ran_as=str(ran.pk) if ran is not None else None,
+        ran_status=ran.status if ran is not None else None,
+        result=ran.result if ran is not None else None,
+        error=ran.error if ran is not None and ran.status == Status.FAILED else "",
+    )
     broadcast_on_commit(
         row.campaign_id,
         [
             event(
-                "approval_resolved",
-                data,
-                source=EventSource.USER if by is not None else EventSource.SYSTEM,
+                resolved,
+                source=Source.USER if by is not None else Source.SYSTEM,
                 turn=row.turn_id,
                 invocation=row.pk,
             )

@@ -24,9 +24,10 @@ from audit.services.common import (
     log_append_sql,
 )
 from audit.services.preview import call_preview
-from campaigns.models import Campaign, Turn
+from campaigns.events import ApprovalRequested, StateChanged
+from campaigns.models import Campaign, Source, Turn
 from campaigns.permissions import runs_table
-from campaigns.realtime import EventSource, broadcast_on_commit, event
+from campaigns.realtime import broadcast_on_commit, event
 from core.errors import AuditLogFailure, CallRefused, Conflict, InvalidInput
 from core.faults import UNAVAILABLE_DETAIL, is_unavailable
 
@@ -174,8 +175,7 @@ def _pause(
     preview = call_preview(tool, ctx, fields["input"], reason=reason)
     row = _new_row(fields, locked, status=ToolInvocation.Status.AWAITING_APPROVAL, preview=preview)
     requested = event(
-        "approval_requested",
-        approval_request_data(row, actor=ctx.actor),
+        approval_requested(row, actor=ctx.actor),
         source=_event_source(row.source),
         turn=row.turn_id,
         invocation=row.pk,
@@ -190,20 +190,20 @@ def approval_deadline(row: ToolInvocation) -> datetime:
     return row.created_at + timedelta(seconds=settings.APPROVAL_TIMEOUT)
 
 
-def approval_request_data(row: ToolInvocation, *, actor: Any) -> dict[str, Any]:
-    """`approval_requested`'s data (docs/api.md#the-live-feed-websocket): what the card shows."""
-    return {
-        "invocation": str(row.pk),
-        "tool_name": row.tool_name,
-        "tool_tier": row.tool_tier,
-        "input": row.input,
-        "summary": registry.summary(row.tool_name, row.input),
-        "model": row.model,
-        "actor": actor.get_username(),
-        "reason": (row.preview or {}).get("reason", ""),
-        "preview": (row.preview or {}).get("diff", []),
-        "expires_at": approval_deadline(row).isoformat(),
-    }
+def approval_requested(row: ToolInvocation, *, actor: Any) -> ApprovalRequested:
+    """The held call as the approval card shows it (docs/api.md#the-live-feed-websocket)."""
+    return ApprovalRequested(
+        invocation=str(row.pk),
+        tool_name=row.tool_name,
+        tool_tier=row.tool_tier,
+        input=row.input,
+        summary=registry.summary(row.tool_name, row.input),
+        model=row.model,
+        actor=actor.get_username(),
+        reason=(row.preview or {}).get("reason", ""),
+        preview=(row.preview or {}).get("diff", []),
+        expires_at=approval_deadline(row).isoformat(),
+    )
 
 
 def approved_call_run(held: ToolInvocation, locked: Campaign) -> ToolInvocation:
@@ -391,12 +391,12 @@ def _from_loaded_rows(tool: WriteTool, ctx: ToolContext, keys: list[str]) -> boo
     return all(entities.in_rows(k, rows) for k in keys)
 
 
-def _event_source(origin: str) -> EventSource:
+def _event_source(origin: str) -> Source:
     """A person's own call (the page's GM hand) broadcasts as `user`; the GM's and the REST
     tool-call endpoint's as `ai_tool_execution` (docs/api.md#the-live-feed-websocket)."""
     if origin == InvocationOrigin.USER:
-        return EventSource.USER
-    return EventSource.AI_TOOL_EXECUTION
+        return Source.USER
+    return Source.AI_TOOL_EXECUTION
 
 
 def _commit(
@@ -421,8 +421,7 @@ def _commit(
     row.committed_at = timezone.now()
     events = [
         event(
-            "state_changed",
-            entities.describe(k, fields),
+            StateChanged(**entities.describe(k, fields)),
             source=_event_source(row.source),
             turn=row.turn_id,
             invocation=row.pk,

@@ -10,12 +10,13 @@ from django.utils import timezone
 from ai_tools import entities, registry
 from ai_tools.base import ToolContext
 from audit.chain import transitions_append
-from audit.models import ToolInvocation, WriteSetEntry
+from audit.models import SkipReason, ToolInvocation, WriteSetEntry
 from audit.permissions import authorize_revert, recording_denials
 from audit.selectors import invocation_get
 from audit.services.approval import held_calls_withdraw
-from campaigns.models import Campaign, ChatMessage, Revertible, Turn
-from campaigns.realtime import EventSource, broadcast_on_commit, event
+from campaigns.events import InteractionReverted, InvocationReverted
+from campaigns.models import Campaign, ChatMessage, Revertible, Source, Turn
+from campaigns.realtime import broadcast_on_commit, event
 from campaigns.selectors import campaign_get_visible, turn_get
 from core.errors import Conflict, InvalidInput
 
@@ -38,7 +39,7 @@ UNFAITHFUL = (
 @dataclass
 class RevertResult:
     reverted: bool
-    skip_reason: str | None = None
+    skip_reason: SkipReason | None = None
     details: dict[str, Any] = field(default_factory=dict)
 
 
@@ -48,13 +49,13 @@ class UndoResult:
     skipped: list[dict[str, str]]
 
 
-def skip_reason(row: ToolInvocation) -> str | None:
+def skip_reason(row: ToolInvocation) -> SkipReason | None:
     if row.status == ToolInvocation.Status.REVERTED:
-        return "already_reverted"
+        return SkipReason.ALREADY_REVERTED
     if row.status != COMMITTED:
-        return "not_committed"
+        return SkipReason.NOT_COMMITTED
     if not row.revertible:
-        return "not_revertible"
+        return SkipReason.NOT_REVERTIBLE
     return None
 
 
@@ -84,14 +85,10 @@ def invocation_revert(
             campaign.pk,
             [
                 event(
-                    "invocation_reverted",
-                    {
-                        "invocation": str(r.pk),
-                        "tool_name": r.tool_name,
-                        "state": state,
-                        "reason": reason,
-                    },
-                    source=EventSource.SYSTEM,
+                    InvocationReverted(
+                        invocation=str(r.pk), tool_name=r.tool_name, state=state, reason=reason
+                    ),
+                    source=Source.SYSTEM,
                     turn=r.turn_id,
                     invocation=r.pk,
                 )
@@ -142,15 +139,14 @@ def turn_undo(
             campaign.pk,
             [
                 event(
-                    "interaction_reverted",
-                    {
-                        "turn": turn.pk,
-                        "invocations": [str(r.pk) for r in chain],
-                        "tool_names": [r.tool_name for r in chain],
-                        "state": state,
-                        "reason": reason,
-                    },
-                    source=EventSource.SYSTEM,
+                    InteractionReverted(
+                        turn=turn.pk,
+                        invocations=[str(r.pk) for r in chain],
+                        tool_names=[r.tool_name for r in chain],
+                        state=state,
+                        reason=reason,
+                    ),
+                    source=Source.SYSTEM,
                     turn=turn.pk,
                 )
             ],

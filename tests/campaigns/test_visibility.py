@@ -5,7 +5,9 @@ import pytest
 
 from audit.permissions import may_revert
 from campaigns import visibility
-from campaigns.realtime import EventSource, event
+from campaigns.events import MessageCreated, StateChanged
+from campaigns.models import Source
+from campaigns.realtime import event
 from campaigns.selectors import campaign_state
 from campaigns.visibility import Fog, Sight, fog_of_state, fog_read, held_call_hidden, sight_of
 from tests.conftest import World, commit, fog_over_the_goblin
@@ -81,16 +83,16 @@ def numbered(world: World, *events: dict) -> list[dict]:
 def test_events_that_name_no_creature_cost_no_query(world: World, django_assert_num_queries):
     fog_over_the_goblin(world)
     scene = event(
-        "state_changed",
-        {"entity": "campaign", "id": "x", "fields": {"scene": "A"}},
-        source=EventSource.SYSTEM,
+        StateChanged(entity="campaign", id="x", fields={"scene": "A"}), source=Source.SYSTEM
     )
     pc = event(
-        "state_changed",
-        {"entity": "creature", "id": world.hero.pk, "fields": {"kind": "pc", "x": 9, "y": 9}},
-        source=EventSource.USER,
+        StateChanged(entity="creature", id=world.hero.pk, fields={"kind": "pc", "x": 9, "y": 9}),
+        source=Source.USER,
     )
-    said = event("message_created", {"id": 1, "content": "The goblin!"}, source=EventSource.USER)
+    said = event(
+        MessageCreated(id=1, role="player", content="The goblin!", author="alice", gm=None),
+        source=Source.USER,
+    )
     with django_assert_num_queries(0):
         assert (
             visibility.player_envelopes(world.campaign.pk, numbered(world, scene, pc, said)) is None
@@ -99,13 +101,9 @@ def test_events_that_name_no_creature_cost_no_query(world: World, django_assert_
 
 def test_without_fog_in_play_players_see_the_events_as_they_are(world: World):
     moved = event(
-        "state_changed",
-        {
-            "entity": "creature",
-            "id": str(world.goblin.pk),
-            "facet": "position",
-            "fields": {"x": 9, "y": 9},
-        },
-        source=EventSource.AI_TOOL_EXECUTION,
+        StateChanged(
+            entity="creature", id=str(world.goblin.pk), facet="position", fields={"x": 9, "y": 9}
+        ),
+        source=Source.AI_TOOL_EXECUTION,
     )
     assert visibility.player_envelopes(world.campaign.pk, numbered(world, moved)) is None

@@ -1,8 +1,9 @@
 """One renderer per fragment (docs/architecture.md#the-campaign-page-one-renderer-the-server):
 the server's templates draw every fragment of the campaign page, and the page's scripts only
-fetch fragments and swap them in. These tests fail when display logic grows a second copy in the scripts: a mirrored helper,
-a label the templates own, a field of the game's state the script would draw from, or markup
-built by hand; and they pin the board fragment the scripts swap in to the page's own drawing."""
+fetch fragments and swap them in. These tests fail when display logic grows a second copy in
+the scripts: a mirrored helper, a label the templates own, a field of the game's state the
+script would draw from, or markup built by hand; and they pin the board fragment the scripts swap
+in to the page's own drawing."""
 
 import re
 from pathlib import Path

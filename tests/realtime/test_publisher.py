@@ -12,14 +12,14 @@ from channels.layers import get_channel_layer
 from django.db import transaction
 
 from campaigns import realtime
-from campaigns.realtime import EVENTS_MESSAGE, EventSource, broadcast_on_commit, event, group_name
+from campaigns.events import GMTextDelta
+from campaigns.models import Source
+from campaigns.realtime import EVENTS_MESSAGE, broadcast_on_commit, event, group_name
 from tests.realtime.conftest import TIMEOUT, browser
 
 
 def three_events() -> list[dict]:
-    return [
-        event("scene_changed", {"n": n}, source=EventSource.SYSTEM, turn=None) for n in range(3)
-    ]
+    return [event(GMTextDelta(text=f"{n}"), source=Source.SYSTEM, turn=None) for n in range(3)]
 
 
 @pytest.fixture
@@ -94,7 +94,7 @@ async def test_events_reach_a_socket_while_the_sync_thread_is_busy(world):
 
 def test_plain_sync_code_does_not_wait_for_the_send(world, monkeypatch):
     """A worker's or a command's publish is handed to the publisher loop and the caller goes on
-    (the wait cost the audited dispatch about 0.1 ms a call); `flush` waits until it has left."""
+    (or every publish would wait for the loop's thread); `flush` waits until it has left."""
     sent: list[dict] = []
     release = threading.Event()
 

@@ -20,7 +20,7 @@ from django.utils.safestring import SafeString
 from django.utils.text import capfirst
 
 from ai_tools.base import Names
-from audit.models import ToolInvocation
+from audit.models import SkipReason, ToolInvocation
 from audit.permissions import may_revert
 from audit.services import (
     invocation_revert,
@@ -38,9 +38,9 @@ from web.admin.display import compact_json, invocation_link, label, summary
 from web.admin.refusals import NO_PERMISSION, admin_denial, service_refusals
 
 SKIP_REASONS = {
-    "already_reverted": "it was already reverted",
-    "not_committed": "it never committed, so there is nothing to revert",
-    "not_revertible": "no snapshot was captured, so it cannot be reverted faithfully",
+    SkipReason.ALREADY_REVERTED: "it was already reverted",
+    SkipReason.NOT_COMMITTED: "it never committed, so there is nothing to revert",
+    SkipReason.NOT_REVERTIBLE: "no snapshot was captured, so it cannot be reverted faithfully",
 }
 DENIED = "you may not revert in this campaign"
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from audit.models import InvocationOrigin, ToolInvocation
+from audit.models import InvocationOrigin, SkipReason, ToolInvocation
 from audit.permissions import may_revert
 from audit.selectors import later_turn_actors, logged_calls, turn_feed
 from audit.services.revert import turn_undo_plan
@@ -399,9 +399,9 @@ class PlannedChange:
 
 
 SKIPS = {
-    "already_reverted": "already undone",
-    "not_committed": "never took effect",
-    "not_revertible": "cannot be undone: its before-state was not captured",
+    SkipReason.ALREADY_REVERTED: "already undone",
+    SkipReason.NOT_COMMITTED: "never took effect",
+    SkipReason.NOT_REVERTIBLE: "cannot be undone: its before-state was not captured",
 }
 
 

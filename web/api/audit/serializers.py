@@ -7,7 +7,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from ai_tools.base import Tier
-from audit.models import ToolInvocation
+from audit.models import ApprovalAnswer, SkipReason, ToolInvocation
 from audit.services.approval import approval_answer
 from audit.services.dispatch import TOOL_NAME_MAX, approval_deadline
 from core.api.base import StrictSerializer
@@ -23,7 +23,7 @@ APPROVAL_ANSWER_SCHEMA = {
     "type": "object",
     "nullable": True,
     "properties": {
-        "status": {"type": "string", "enum": ["approved", "rejected", "expired"]},
+        "status": {"type": "string", "enum": [a.value for a in ApprovalAnswer]},
         "by": {"type": "string", "nullable": True, "description": "Null when it expired."},
         "at": {"type": "string", "format": "date-time"},
         "reason": {"type": "string"},
@@ -167,7 +167,13 @@ class ApprovalResultSerializer(serializers.Serializer):
     the world as it now is), with its `result` or `detail`; rejected: `rejected`."""
 
     invocation = serializers.UUIDField(help_text="The held row.")
-    status = serializers.ChoiceField(choices=["committed", "failed", "rejected"])
+    status = serializers.ChoiceField(
+        choices=[
+            ToolInvocation.Status.COMMITTED,
+            ToolInvocation.Status.FAILED,
+            ToolInvocation.Status.REJECTED,
+        ]
+    )
     ran_as = serializers.UUIDField(allow_null=True, help_text="The row the approved call ran as.")
     result = serializers.JSONField(allow_null=True, required=False)
     detail = serializers.CharField(required=False)
@@ -222,9 +228,7 @@ class RevertResultSerializer(serializers.Serializer):
     details = serializers.DictField(
         required=False, help_text="cascaded: invocation ids; state: the restored entities."
     )
-    skip_reason = serializers.ChoiceField(
-        choices=["already_reverted", "not_committed", "not_revertible"], required=False
-    )
+    skip_reason = serializers.ChoiceField(choices=list(SkipReason), required=False)
 
     def to_representation(self, instance: Any) -> dict[str, Any]:
         if instance.reverted:
