@@ -21,9 +21,9 @@ from django.db.models import Count, Q, QuerySet, Sum
 from audit.models import SecurityEvent, ToolDay, ToolDayAll, ToolInvocation
 from audit.rollup import COUNT_COLUMNS, approvals, rollup_refresh
 from campaigns.models import Campaign
+from campaigns.permissions import is_audit_staff
 from campaigns.selectors import campaign_get_visible
 from core.errors import Forbidden
-from core.permissions import is_audit_staff
 
 Status = ToolInvocation.Status
 # The calls that ran and stood at some point: the base of a revert rate.

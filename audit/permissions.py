@@ -1,7 +1,5 @@
 """Who may revert: the one policy function. The API, the admin and the websocket call it."""
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from audit.models import SecurityEvent
@@ -69,7 +67,8 @@ def authorize_revert(
 ) -> None:
     """Raise Forbidden unless `may_revert`. Callers have already established that the user may
     see the campaign (otherwise they raise NotFound). The denial is recorded by
-    `recording_denials` outside the caller's transaction, so a rollback cannot erase it."""
+    `campaigns.security.recording_denials` outside the caller's transaction, so a rollback
+    cannot erase it."""
     if not may_revert(user=user, campaign=campaign, actor_id=actor_id):
         raise Forbidden(
             "Only the original actor, the campaign owner or a co-GM may do this.",
@@ -77,23 +76,3 @@ def authorize_revert(
             campaign=campaign,
             target=target,
         )
-
-
-@contextmanager
-def recording_denials(*, user: Any, ip: str | None) -> Iterator[None]:
-    """Wrap a service call (outside its transaction): every Forbidden leaves a SecurityEvent,
-    once (a denial the service has already recorded says so: `recorded`)."""
-    try:
-        yield
-    except Forbidden as denial:
-        if denial.extra.get("recorded"):
-            raise
-        SecurityEvent.objects.create(
-            kind=denial.extra.get("kind", SecurityEvent.Kind.REVERT_DENIED),
-            user=user if getattr(user, "is_authenticated", False) else None,
-            campaign=denial.extra.get("campaign"),
-            target=str(denial.extra.get("target", "")),
-            ip=ip,
-            detail={"message": denial.detail},
-        )
-        raise

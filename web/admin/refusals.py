@@ -1,7 +1,7 @@
 """Every write the admin refuses leaves one SecurityEvent, as a refusal through the API does.
 
 The services record their own refusals of a member without the right (`revert_denied`,
-`approval_denied`, through `audit.permissions.recording_denials`). Two kinds they cannot: a
+`approval_denied`, through `campaigns.security.recording_denials`). Two kinds they cannot: a
 campaign the staff member may not see (the service's NotFound, which the API answers a stranger
 with, unrecorded, so as to reveal nothing; here a staff account has reached for a table it does
 not police), and Django's own refusal of an admin write view (PermissionDenied: no change, add
@@ -16,8 +16,8 @@ from typing import Any
 from django.http import HttpRequest
 
 from audit.models import SecurityEvent
-from audit.permissions import recording_denials
 from campaigns.models import Campaign
+from campaigns.security import recording_denials
 from core.api.base import client_ip
 from core.errors import Forbidden, NotFound
 

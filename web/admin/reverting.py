@@ -29,10 +29,10 @@ from audit.services import (
 )
 from audit.services.revert import skip_reason
 from campaigns.models import Turn
+from campaigns.permissions import is_audit_staff
 from campaigns.selectors import creature_names_in
 from core.api.base import client_ip
 from core.errors import Conflict, Forbidden
-from core.permissions import is_audit_staff
 from web.admin.display import compact_json, invocation_link, label, summary
 from web.admin.refusals import NO_PERMISSION, admin_denial, service_refusals
 from web.pages.presenters import with_names

@@ -12,12 +12,12 @@ from rest_framework.throttling import SimpleRateThrottle
 
 from ai_tools.base import ToolError
 from ai_tools.dice import dice_roll
-from audit.permissions import recording_denials
 from campaigns.models import DiceRoll
+from campaigns.permissions import require_member
+from campaigns.security import recording_denials
 from campaigns.selectors import campaign_get_visible, roll_list
 from core.api.base import ApiListView, ResultsPagination, StrictSerializer, client_ip
 from core.api.errors import ErrorSerializer, error_responses
-from web.api.permissions import require_member
 from web.api.serializers import UsernameField
 
 

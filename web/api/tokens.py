@@ -3,7 +3,7 @@ through the audited dispatch with the origin `user`, so the move is in the log, 
 GM's calls (`…/invocations/{iid}/revert/`), and its `state_changed` event carries the source `user`.
 
 Who may: a player their own PC, the owner and the co-GMs any token
-(`web.api.permissions.require_may_move_token`). A non-member and a creature of another campaign
+(`campaigns.permissions.require_may_move_token`). A non-member and a creature of another campaign
 are 404; a member without the right is 403 and a SecurityEvent. The move joins no turn: it is
 nobody's message to the GM.
 """
@@ -17,13 +17,13 @@ from rest_framework.response import Response
 
 from ai_tools.tools.schema import COORD
 from audit.models import InvocationOrigin, ToolInvocation
-from audit.permissions import recording_denials
 from audit.services import invocation_dispatch
+from campaigns.permissions import require_may_move_token
+from campaigns.security import recording_denials
 from campaigns.selectors import creature_get
 from core.api.base import ApiView, StrictSerializer, client_ip
 from core.api.errors import error_responses
 from web.api.audit import serializers as s
-from web.api.permissions import require_may_move_token
 from web.shared import validated, visible_campaign
 
 

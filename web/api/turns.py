@@ -15,17 +15,16 @@ from rest_framework.response import Response
 
 from audit import services as audit_services
 from audit.models import InvocationOrigin, ToolInvocation
-from audit.permissions import recording_denials
 from audit.selectors import turn_list
 from campaigns import services as campaign_services
+from campaigns.permissions import require_member, require_tool_caller
+from campaigns.security import recording_denials
 from campaigns.selectors import turn_get
 from core.api.base import ApiListView, ApiView, ResultsPagination, StrictSerializer, client_ip
 from core.api.errors import RefusedSerializer, error_responses
 from gm.services import turn_cancel, turn_retry, turn_submit
 from web.api.audit import serializers as audit_s
-from web.api.audit.permissions import authorize_tool_call
 from web.api.audit.views import RevertActionView, RevertPlanView, revert_action_schema
-from web.api.permissions import require_member
 from web.api.serializers import TurnCreateInput, TurnSerializer
 from web.shared import validated, visible_campaign
 
@@ -157,7 +156,7 @@ class ToolCallView(ApiView):
         campaign = visible_campaign(request, campaign_id)
         turn = turn_get(campaign=campaign, turn_id=turn_id)
         with recording_denials(user=request.user, ip=client_ip(request)):
-            authorize_tool_call(user=request.user, campaign=campaign, turn=turn)
+            require_tool_caller(campaign=campaign, user=request.user, turn=turn)
         data = validated(audit_s.ToolCallInput, request.data)
         row = audit_services.invocation_dispatch(
             campaign=campaign,

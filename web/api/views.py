@@ -14,9 +14,10 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from audit.permissions import recording_denials
 from campaigns import services
 from campaigns.models import ApprovalPolicyChange, Campaign, Creature
+from campaigns.permissions import require_may_create_creature, require_owner
+from campaigns.security import recording_denials
 from campaigns.selectors import (
     campaign_list_for_member,
     campaign_state_at_seq,
@@ -32,7 +33,6 @@ from core.api.base import (
 )
 from core.api.errors import error_responses
 from web.api import serializers as s
-from web.api.permissions import require_may_create_creature, require_owner
 from web.shared import validated, visible_campaign
 
 

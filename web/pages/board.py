@@ -14,8 +14,8 @@ from collections import defaultdict
 from typing import Any
 
 from campaigns.models import Campaign
+from campaigns.permissions import may_act_on
 from campaigns.visibility import UNSEEN, fog_of_state
-from web.api.permissions import may_move_token
 
 ROSTERS = (("party", "pc", "Party"), ("foes", "monster", "Foes"), ("others", "npc", "Others"))
 
@@ -139,7 +139,7 @@ def initials(name: str) -> str:
 def battle_map(state: dict[str, Any], *, user_id: Any, gm: bool) -> dict[str, Any]:
     """The SVG map for one person, from the dump as they see it: the grid (sized to what they
     see), fog, and a token per creature with its HP ring, the active combatant marked, whether
-    this person may drag it (`may_move_token`, the API's rule) and, on the GM's map, whether
+    this person may drag it (`may_act_on`, the move's rule) and, on the GM's map, whether
     the fog hides it from the players."""
     fog = fog_of_state(state)
     xs = [c["x"] for c in state["creatures"]] + [f["x"] for f in state["fog"]]
@@ -166,7 +166,7 @@ def battle_map(state: dict[str, Any], *, user_id: Any, gm: bool) -> dict[str, An
 def _token(
     c: dict[str, Any], hidden: frozenset[int], active: Any, *, user_id: Any, gm: bool
 ) -> dict[str, Any]:
-    movable = may_move_token(
+    movable = may_act_on(
         kind=c["kind"], controlled_by_id=c["controlled_by_id"], user_id=user_id, gm=gm
     )
     in_fog = c["id"] in hidden

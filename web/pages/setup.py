@@ -20,16 +20,16 @@ from django.views.decorators.http import require_http_methods, require_POST
 from rest_framework import exceptions
 
 from audit.models import ToolInvocation
-from audit.permissions import recording_denials
 from audit.services.hand import hand_call
 from campaigns import services
 from campaigns.models import Campaign, Creature
+from campaigns.permissions import require_gm, require_may_create_creature, require_owner
+from campaigns.security import recording_denials
 from campaigns.selectors import creature_get, invite_get_usable
 from core.api.base import client_ip
 from core.api.errors import exception_handler
 from core.errors import AppError, InvalidInput
 from web.api import serializers as s
-from web.api.permissions import require_gm, require_may_create_creature, require_owner
 from web.negotiation import wants_json
 from web.pages import presenters
 from web.pages.forms import HandInput, InviteCreateInput, as_json, posted_fields

@@ -20,15 +20,15 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from rest_framework import exceptions
 
-from audit.permissions import recording_denials
 from campaigns.models import ApprovalPolicyChange, Campaign
+from campaigns.permissions import require_owner
+from campaigns.security import recording_denials
 from campaigns.selectors import campaign_get_for_member, campaign_list_for_member, one_snapshot
 from campaigns.services import campaign_create, campaign_set_approval_policy
 from core.api.base import client_ip
 from core.errors import Forbidden, NotFound
 from web.accounts import ExpiringTokenAuthentication, SignupRateThrottle, too_many
 from web.api import serializers as s
-from web.api.permissions import require_owner
 from web.negotiation import wants_json
 from web.pages import presenters
 from web.pages.forms import ApprovalPolicyForm, CampaignForm, posted_fields, refused

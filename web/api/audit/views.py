@@ -17,9 +17,9 @@ from rest_framework.response import Response
 
 from audit import services
 from audit.analytics import analytics_scope, tool_stats
-from audit.permissions import recording_denials
 from audit.selectors import invocation_get, invocation_list
 from audit.services import approval
+from campaigns.security import recording_denials
 from core.api.base import (
     ApiListView,
     ApiView,
