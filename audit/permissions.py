@@ -4,7 +4,7 @@ from typing import Any
 
 from audit.models import SecurityEvent
 from campaigns.models import Campaign
-from campaigns.permissions import runs_table
+from campaigns.permissions import is_audit_staff, runs_table
 from core.errors import Forbidden
 
 
@@ -75,4 +75,16 @@ def authorize_revert(
             kind=kind,
             campaign=campaign,
             target=target,
+        )
+
+
+def authorize_analytics(*, user: Any, campaign: Campaign) -> None:
+    """A campaign's figures are its owner's business (and staff's): another member is refused,
+    for the security log."""
+    if campaign.owner_id != user.pk and not is_audit_staff(user):
+        raise Forbidden(
+            "Only the campaign owner (or staff) may read its analytics.",
+            kind=SecurityEvent.Kind.ADMIN_DENIED,
+            campaign=campaign,
+            target="analytics",
         )

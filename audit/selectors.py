@@ -1,5 +1,6 @@
 """Reads of the invocation log, and of turns with their log rows. Filters match the log's
-(campaign, column, -sequence) indexes, so every filtered page is one index range scan."""
+(campaign, column, -sequence) indexes, so every filtered page is one index range scan. And who
+reads every campaign's log (`reads_every_campaign`)."""
 
 from collections import defaultdict
 from typing import Any
@@ -8,6 +9,7 @@ from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
 
 from audit.models import ToolInvocation
 from campaigns.models import Campaign, ChatMessage, Turn
+from campaigns.permissions import is_audit_staff
 from core.queries import get_or_not_found
 
 # Columns only revert needs; the API never shows them, so a page of the log does not load them.
@@ -137,3 +139,10 @@ def logged_calls(*, campaign: Campaign, ids: list[Any]) -> dict[str, dict[str, A
         "pk", "tool_name", "input", "revert_snapshot", "post_state", "turn_id"
     )
     return {str(row["pk"]): row for row in rows}
+
+
+def reads_every_campaign(user: Any) -> bool:
+    """Staff holding the audit permission police every table, so they read every campaign's log
+    and figures (as they see every campaign, `campaign_get_visible`): the admin's log pages and
+    the analytics of every campaign."""
+    return is_audit_staff(user)

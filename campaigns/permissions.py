@@ -16,6 +16,7 @@ from typing import Any
 from guardian.core import ObjectPermissionChecker
 
 from campaigns.models import (
+    ApprovalPolicyChange,
     Campaign,
     Creature,
     Membership,
@@ -27,6 +28,8 @@ from core.errors import Forbidden
 # Django's name for the permission (the audit app's model); only a string here, so the world's
 # rules may ask it without importing the log.
 AUDIT_PERMISSION = "audit.revert_toolinvocation"
+# Django's own permission to edit a campaign: whoever the admin lets change one.
+CHANGE_CAMPAIGN = "campaigns.change_campaign"
 
 
 def is_audit_staff(user: Any) -> bool:
@@ -97,6 +100,14 @@ def require_gm(*, campaign: Campaign, user: Any, action: str) -> None:
             campaign=campaign,
             target=action,
         )
+
+
+def require_policy_setter(*, campaign: Campaign, user: Any, via: str) -> None:
+    """The owner sets the approval policy, from the API and the page; in the admin, so does
+    whoever Django's admin lets change a campaign (`campaigns.change_campaign`)."""
+    if via == ApprovalPolicyChange.Via.ADMIN and user.has_perm(CHANGE_CAMPAIGN):
+        return
+    require_owner(campaign=campaign, user=user, action="campaign_set_policy")
 
 
 def require_may_create_creature(
