@@ -1,6 +1,6 @@
 """Reads of the invocation log, and of turns with their log rows. Filters match the log's
-(campaign, column, -sequence) indexes, so every filtered page is one index range scan. And who
-reads every campaign's log (`reads_every_campaign`)."""
+(campaign, column, -sequence) indexes, so every filtered page is one index range scan. And what
+a person may do, for the surfaces to draw (`viewer_rights`, `reads_every_campaign`)."""
 
 from collections import defaultdict
 from typing import Any
@@ -8,6 +8,7 @@ from typing import Any
 from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
 
 from audit.models import ToolInvocation
+from audit.permissions import Rights
 from campaigns.models import Campaign, ChatMessage, Turn
 from campaigns.permissions import is_audit_staff
 from core.queries import get_or_not_found
@@ -139,6 +140,14 @@ def logged_calls(*, campaign: Campaign, ids: list[Any]) -> dict[str, dict[str, A
         "pk", "tool_name", "input", "revert_snapshot", "post_state", "turn_id"
     )
     return {str(row["pk"]): row for row in rows}
+
+
+def viewer_rights(*, campaign: Campaign, user: Any) -> Rights:
+    """What `user` may do at `campaign`, read once per request for a surface to draw: who is
+    offered Undo, Stop, Retry, Approve and Reject, which tokens they may drag, whether they get
+    the GM's view. The answers are the policy's (`audit.permissions.Rights`), and drawing is all
+    they are for: the services enforce the same rules on every request."""
+    return Rights(campaign=campaign, user=user)
 
 
 def reads_every_campaign(user: Any) -> bool:

@@ -21,6 +21,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from rest_framework import exceptions
 
 from audit.models import ToolInvocation
+from audit.selectors import viewer_rights
 from audit.services.hand import hand_call
 from campaigns import services
 from campaigns.models import Campaign
@@ -55,13 +56,15 @@ def _answer(
         if wants_json(request):
             raise
         refusal = exception_handler(exc, {})
-        context = presenters.table(campaign=campaign, user=request.user)
+        rights = viewer_rights(campaign=campaign, user=request.user)
+        context = presenters.table(campaign=campaign, rights=rights)
         context["setup"]["errors"] = {form: refusal.data["detail"]}
         return render(request, "campaigns/detail.html", context, status=refusal.status_code)
     if wants_json(request):
         return JsonResponse(body, status=201)
     if "invite_url" in body:  # shown once: the page itself, not a redirect that would lose it
-        context = presenters.table(campaign=campaign, user=request.user)
+        rights = viewer_rights(campaign=campaign, user=request.user)
+        context = presenters.table(campaign=campaign, rights=rights)
         context["setup"]["new_invite_url"] = body["invite_url"]
         return render(request, "campaigns/detail.html", context, status=201)
     return redirect(reverse("campaign_detail", args=[campaign.pk]) + f"#{form}")

@@ -20,6 +20,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from rest_framework import exceptions
 
+from audit.selectors import viewer_rights
 from campaigns.models import ApprovalPolicyChange, Campaign
 from campaigns.selectors import campaign_get_for_member, campaign_list_for_member, one_snapshot
 from campaigns.services import campaign_create, campaign_set_approval_policy
@@ -105,8 +106,9 @@ def campaign_list(request: HttpRequest) -> HttpResponse:
 @require_GET
 def campaign_detail(request: HttpRequest, campaign_id: Any) -> HttpResponse:
     campaign = member_campaign(request, campaign_id)
-    context = presenters.table(campaign=campaign, user=request.user)
-    if campaign.owner_id == request.user.pk:
+    rights = viewer_rights(campaign=campaign, user=request.user)
+    context = presenters.table(campaign=campaign, rights=rights)
+    if rights.owner:
         policy = {"approval_policy": campaign.approval_policy}
         context["policy_form"] = ApprovalPolicyForm(initial=policy)
     return render(request, "campaigns/detail.html", context)
@@ -137,7 +139,8 @@ def campaign_board(request: HttpRequest, campaign_id: Any) -> HttpResponse:
     the same templates as the page, with the number of the last event they reflect: the script
     swaps them in when an event says the world changed, and after a gap in the event stream."""
     campaign = member_campaign(request, campaign_id)
-    context = presenters.board_parts(campaign=campaign, user=request.user)
+    rights = viewer_rights(campaign=campaign, user=request.user)
+    context = presenters.board_parts(campaign=campaign, rights=rights)
     return render(request, "campaigns/_board.html", context)
 
 
@@ -148,17 +151,18 @@ def campaign_feed(request: HttpRequest, campaign_id: Any) -> HttpResponse:
     in after a turn completes or is undone, draws a roll when it is announced, and reloads the
     whole after a gap in the event stream."""
     campaign = member_campaign(request, campaign_id)
+    rights = viewer_rights(campaign=campaign, user=request.user)
     turn_id, roll_id = request.GET.get("turn"), request.GET.get("roll")
     if roll_id is not None:
         return _roll_fragment(request, campaign, roll_id)
     if turn_id is None:
         with one_snapshot():  # the entries and the number of the last event they reflect
             seq = presenters.event_seq(campaign)
-            entries = presenters.timeline(campaign=campaign, user=request.user)
+            entries = presenters.timeline(campaign=campaign, rights=rights)
         return render(request, "campaigns/_feed.html", {"feed": entries, "seq": seq})
     if not FEED_ID.fullmatch(turn_id):
         raise Http404("No such turn.")
-    turns = presenters.feed(campaign=campaign, user=request.user, turn_id=int(turn_id))
+    turns = presenters.feed(campaign=campaign, rights=rights, turn_id=int(turn_id))
     if not turns:
         raise Http404("No such turn.")
     return render(request, "campaigns/_turn.html", {"turn": turns[0]})
@@ -187,7 +191,7 @@ def campaign_undo_plan(request: HttpRequest, campaign_id: Any) -> HttpResponse:
     try:
         plan = presenters.undo_plan(
             campaign=campaign,
-            user=request.user,
+            rights=viewer_rights(campaign=campaign, user=request.user),
             turn_id=int(turn_id),
             cascade=request.GET.get("cascade") in ("1", "true"),
             ip=client_ip(request),
