@@ -1,4 +1,5 @@
-"""Writes of the game world that are not AI tool calls: set-up by people, invites, and turns.
+"""Writes of the game world that are not AI tool calls: set-up by people, invites, turns, and
+who joins a campaign's live feed.
 
 Every set-up write is announced to the table (source `user`) through the one publisher, in the
 transaction that makes it, so every open page shows it without a reload. Each service is given
@@ -27,6 +28,7 @@ from campaigns.models import (
     Invite,
     Membership,
     Resource,
+    SecurityEvent,
     Turn,
 )
 from campaigns.permissions import (
@@ -35,9 +37,10 @@ from campaigns.permissions import (
     require_policy_setter,
 )
 from campaigns.realtime import EventSource, broadcast_on_commit, event
-from campaigns.security import recording_denials
-from campaigns.selectors import invite_get_usable
-from core.errors import Conflict, InvalidInput, NotFound
+from campaigns.security import denial_record, recording_denials
+from campaigns.selectors import campaign_get_for_member, invite_get_usable
+from campaigns.visibility import Sight, sight_of
+from core.errors import Conflict, Forbidden, InvalidInput, NotFound
 
 REVERT_ANY_TURN = "campaigns.revert_any_turn"
 # A creature made without naming its player: a player's own PC is theirs, anything else nobody's.
@@ -450,3 +453,22 @@ def dice_roll_record(
         [event("dice_rolled", data, source=source, turn=turn.pk if turn else None)],
     )
     return roll
+
+
+def feed_join(*, campaign_id: Any, user: Any, ip: str | None = None) -> Sight | None:
+    """How a member sees the campaign's live feed (`campaigns.visibility`), or None for anyone
+    who is not a member (now). A signed-in stranger probing a feed is a security event
+    (`websocket_denied`, from `ip`); an anonymous handshake is refused before anything is
+    revealed, and is not."""
+    try:
+        campaign = campaign_get_for_member(campaign_id=campaign_id, user=user)
+    except NotFound:
+        if getattr(user, "is_authenticated", False):
+            denial = Forbidden(
+                "Websocket refused: not a member of this campaign.",
+                kind=SecurityEvent.Kind.WEBSOCKET_DENIED,
+                target=f"ws:campaign:{campaign_id}",
+            )
+            denial_record(denial, user=user, ip=ip)
+        return None
+    return sight_of(campaign=campaign, user=user)
