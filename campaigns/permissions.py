@@ -66,27 +66,23 @@ def may_act_on(*, kind: str, controlled_by_id: Any, user_id: Any, gm: bool) -> b
     return gm or (kind == Creature.Kind.PC and controlled_by_id == user_id)
 
 
+def _refused(detail: str, *, campaign: Campaign, action: str) -> Forbidden:
+    """A refusal of set-up or play, as the security log records it (`admin_denied`)."""
+    return Forbidden(detail, kind=SecurityEvent.Kind.ADMIN_DENIED, campaign=campaign, target=action)
+
+
 def require_owner(*, campaign: Campaign, user: Any, action: str) -> None:
     """Set-up (members, creatures, resources, chapters, dungeons, invites) is the owner's job.
     Checked on the loaded campaign's owner id, so it costs no query."""
     if user.pk != campaign.owner_id:
-        raise Forbidden(
-            "Only the campaign owner may do this.",
-            kind=SecurityEvent.Kind.ADMIN_DENIED,
-            campaign=campaign,
-            target=action,
-        )
+        raise _refused("Only the campaign owner may do this.", campaign=campaign, action=action)
 
 
 def require_member(*, campaign: Campaign, user: Any, action: str) -> None:
     """Staff may see every campaign to police it; playing in one takes membership."""
     if user.pk != campaign.owner_id and not is_member(campaign=campaign, user=user):
-        raise Forbidden(
-            "Only members of the campaign may do this.",
-            kind=SecurityEvent.Kind.ADMIN_DENIED,
-            campaign=campaign,
-            target=action,
-        )
+        detail = "Only members of the campaign may do this."
+        raise _refused(detail, campaign=campaign, action=action)
 
 
 def require_gm(*, campaign: Campaign, user: Any, action: str) -> None:
@@ -94,12 +90,8 @@ def require_gm(*, campaign: Campaign, user: Any, action: str) -> None:
     who are the holders of `revert_any_turn` (the grant that makes a member a co-GM), so the one
     revert policy answers this too."""
     if not runs_table(campaign=campaign, user=user):
-        raise Forbidden(
-            "Only the campaign owner or a co-GM may do this.",
-            kind=SecurityEvent.Kind.ADMIN_DENIED,
-            campaign=campaign,
-            target=action,
-        )
+        detail = "Only the campaign owner or a co-GM may do this."
+        raise _refused(detail, campaign=campaign, action=action)
 
 
 def require_policy_setter(*, campaign: Campaign, user: Any, via: str) -> None:
@@ -118,12 +110,8 @@ def require_may_create_creature(
         return
     require_member(campaign=campaign, user=user, action="creature_create")
     if kind != "pc" or getattr(controlled_by, "pk", None) != user.pk:
-        raise Forbidden(
-            "Players may only create their own player character.",
-            kind=SecurityEvent.Kind.ADMIN_DENIED,
-            campaign=campaign,
-            target="creature_create",
-        )
+        detail = "Players may only create their own player character."
+        raise _refused(detail, campaign=campaign, action="creature_create")
 
 
 def require_tool_caller(*, campaign: Campaign, user: Any, turn: Turn) -> None:

@@ -152,17 +152,14 @@ def creature_create(
     *,
     campaign: Campaign,
     by: Any,
-    name: str,
     kind: str,
-    hp: int,
-    max_hp: int,
     controlled_by: Any = UNSAID,
-    x: int = 0,
-    y: int = 0,
     ip: str | None = None,
+    **fields: Any,
 ) -> Creature:
     """The owner creates any creature; a player only their own player character, which is
-    theirs without saying so (`require_may_create_creature`)."""
+    theirs without saying so (`require_may_create_creature`). `fields` are the rest of the
+    creature's, as `_creature_create` takes them (name, hp, max_hp, x, y)."""
     if controlled_by is UNSAID:
         own_pc = by.pk != campaign.owner_id and kind == Creature.Kind.PC
         controlled_by = by if own_pc else None
@@ -170,16 +167,7 @@ def creature_create(
         require_may_create_creature(
             campaign=campaign, user=by, kind=kind, controlled_by=controlled_by
         )
-    return _creature_create(
-        campaign=campaign,
-        name=name,
-        kind=kind,
-        hp=hp,
-        max_hp=max_hp,
-        controlled_by=controlled_by,
-        x=x,
-        y=y,
-    )
+    return _creature_create(campaign=campaign, kind=kind, controlled_by=controlled_by, **fields)
 
 
 @transaction.atomic
@@ -190,9 +178,9 @@ def _creature_create(
     kind: str,
     hp: int,
     max_hp: int,
-    controlled_by: Any,
-    x: int,
-    y: int,
+    controlled_by: Any = None,
+    x: int = 0,
+    y: int = 0,
 ) -> Creature:
     if not 0 <= hp <= max_hp:
         raise InvalidInput("hp must be between 0 and max_hp.")
