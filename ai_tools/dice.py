@@ -7,6 +7,8 @@ from typing import Any
 
 from ai_tools.base import ToolError
 from campaigns.models import Campaign, DiceRoll, Turn
+from campaigns.permissions import require_member
+from campaigns.security import recording_denials
 from campaigns.services import dice_roll_record
 
 # ASCII only: without the flag `\d` takes every script's digits ("１d６", "٢d٦", which int() reads
@@ -68,9 +70,14 @@ def dice_roll(
     formula: str,
     mode: str = DiceRoll.Mode.NORMAL,
     rng: random.Random | None = None,
+    ip: str | None = None,
 ) -> DiceRoll:
-    """A player's roll from the page. Raises ToolError, saying what to write instead, on a
-    formula the dice cannot read or beyond their limits (1-50 dice of 2-100 sides)."""
+    """A member's roll from the page or any client (`require_member`: staff who police the
+    table do not play at it; a refusal is recorded from `ip`). Raises ToolError, saying what to
+    write instead, on a formula the dice cannot read or beyond their limits (1-50 dice of 2-100
+    sides)."""
+    with recording_denials(user=author, ip=ip):
+        require_member(campaign=campaign, user=author, action="dice_roll")
     mode = DiceRoll.Mode(mode)
     rng = rng or random.SystemRandom()
     times = 1 if mode == DiceRoll.Mode.NORMAL else 2

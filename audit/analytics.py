@@ -18,12 +18,13 @@ from typing import Any
 
 from django.db.models import Count, Q, QuerySet, Sum
 
-from audit.models import SecurityEvent, ToolCounts, ToolDay, ToolDayAll, ToolInvocation
+from audit.models import ToolCounts, ToolDay, ToolDayAll, ToolInvocation
+from audit.permissions import authorize_analytics
 from audit.rollup import COUNT_COLUMNS, approvals, rollup_refresh
+from audit.selectors import reads_every_campaign
 from campaigns.models import Campaign
+from campaigns.security import recording_denials
 from campaigns.selectors import campaign_get_visible
-from core.errors import Forbidden
-from core.permissions import is_audit_staff
 
 Status = ToolInvocation.Status
 # The calls that ran and stood at some point: the base of a revert rate.
@@ -42,29 +43,20 @@ COUNTED = {
 }
 
 
-def reads_every_campaign(user: Any) -> bool:
-    """Staff holding the audit permission police every table, so they see every campaign's
-    figures (as they see every campaign, `campaign_get_visible`)."""
-    return is_audit_staff(user)
-
-
-def analytics_scope(*, user: Any, campaign_id: Any = None) -> Iterable[Any] | None:
+def analytics_scope(
+    *, user: Any, campaign_id: Any = None, ip: str | None = None
+) -> Iterable[Any] | None:
     """The campaigns whose figures `user` may read (None: all of them). A campaign's figures are
-    its owner's business: another member is refused (Forbidden, for the security log), a
-    stranger is told it does not exist (NotFound). Without a campaign, an owner reads the
-    campaigns they own, together."""
+    its owner's business: another member is refused (Forbidden, recorded from `ip`), a stranger
+    is told it does not exist (NotFound). Without a campaign, an owner reads the campaigns they
+    own, together."""
     if campaign_id is None:
         if reads_every_campaign(user):
             return None
         return Campaign.objects.filter(owner_id=user.pk).values("pk")
     campaign = campaign_get_visible(campaign_id=campaign_id, user=user)
-    if campaign.owner_id != user.pk and not reads_every_campaign(user):
-        raise Forbidden(
-            "Only the campaign owner (or staff) may read its analytics.",
-            kind=SecurityEvent.Kind.ADMIN_DENIED,
-            campaign=campaign,
-            target="analytics",
-        )
+    with recording_denials(user=user, ip=ip):
+        authorize_analytics(user=user, campaign=campaign)
     return [campaign.pk]
 
 

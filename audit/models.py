@@ -10,6 +10,10 @@ from django.db import models
 from ai_tools.base import Tier
 from campaigns.models import Campaign, Revertible, Turn, campaign_key, user_reference
 
+# The security log is this app's model (its table, migrations and admin pages), declared in the
+# world's layer, whose services record their own refusals (`campaigns.security`).
+from campaigns.models import SecurityEvent as SecurityEvent
+
 
 class InvocationOrigin(models.TextChoices):
     """Who wrote a log row (`ToolInvocation.source`): the REST tool-call endpoint or the GM
@@ -226,39 +230,6 @@ class WriteSetEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.mode} {self.key}"
-
-
-class SecurityEvent(models.Model):
-    """A refused attempt by a signed-in member: who, what, when, from where."""
-
-    class Kind(models.TextChoices):
-        REVERT_DENIED = "revert_denied"
-        TOOL_CALL_DENIED = "tool_call_denied"
-        ADMIN_DENIED = "admin_denied"
-        WEBSOCKET_DENIED = "websocket_denied"
-        APPROVAL_DENIED = "approval_denied"
-
-    kind = models.CharField(max_length=32, choices=Kind.choices)
-    user = user_reference(on_delete=models.SET_NULL)
-    campaign = models.ForeignKey(
-        Campaign, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    target = models.CharField(max_length=100, blank=True, default="")
-    ip = models.GenericIPAddressField(null=True, blank=True)
-    detail = models.JSONField(default=dict, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["-created_at"]
-        indexes = [
-            models.Index(fields=["campaign", "-created_at"], name="secevent_campaign_idx"),
-            models.Index(fields=["kind", "-created_at"], name="secevent_kind_idx"),
-            models.Index(fields=["user", "-created_at"], name="secevent_user_idx"),
-            models.Index(fields=["-created_at"], name="secevent_created_idx"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.kind} by {self.user if self.user_id else 'a deleted user'}"
 
 
 class AnalyticsMark(models.Model):

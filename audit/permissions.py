@@ -1,43 +1,88 @@
-"""Who may revert: the one policy function. The API, the admin and the websocket call it."""
+"""The log's rules: who may revert, approve or refuse a held call, and read a campaign's
+figures. The services ask them (the revert, approval and analytics services, the GM's cancel
+and retry); a surface draws what they answer through `audit.selectors.viewer_rights` and
+enforces nothing itself.
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+They are built on the world's rules (`campaigns.permissions`: who runs the table, what a player
+acts on).
+"""
+
+from functools import cached_property
 from typing import Any
 
 from audit.models import SecurityEvent
 from campaigns.models import Campaign
-from campaigns.permissions import runs_table
+from campaigns.permissions import is_audit_staff, may_act_on, runs_table
+from campaigns.visibility import Sight
 from core.errors import Forbidden
 
 
+class Rights:
+    """What one person may do at one table: the rules, decided from facts read once. Cheap
+    facts first: whether they are signed in and active, the owner or a call's actor costs no
+    query; whether they run the table (`runs_table`) is asked once, on first use. A service asks
+    through the functions below (one `Rights` per check); a surface gets one per request from
+    `audit.selectors.viewer_rights`, to draw its buttons, draggable tokens and the GM's view."""
+
+    def __init__(self, *, campaign: Campaign, user: Any) -> None:
+        self.campaign, self.user = campaign, user
+        self.active = bool(getattr(user, "is_authenticated", False) and user.is_active)
+
+    def is_person(self, user_id: Any) -> bool:
+        """Whether they are the (active) person `user_id`: a call's or a turn's actor."""
+        return self.active and self.user.pk == user_id
+
+    @property
+    def owner(self) -> bool:
+        return self.user.pk == self.campaign.owner_id
+
+    @cached_property
+    def gm(self) -> bool:
+        """They run the table (the owner, a co-GM, audit staff): the GM's powers and sight."""
+        return runs_table(campaign=self.campaign, user=self.user)
+
+    @property
+    def sight(self) -> Sight:
+        return Sight.of(gm=self.gm)
+
+    def reverts(self, actor_id: Any) -> bool:
+        """The original actor, or whoever runs the table (`runs_table`: the owner, a co-GM
+        holding `revert_any_turn`, staff holding `audit.revert_toolinvocation`)."""
+        return self.is_person(actor_id) or self.gm
+
+    def approves(self, actor_id: Any) -> bool:
+        """Who may let a held tool call run: the owner (who answers for the table, on their own
+        turn too: nobody ranks above them to ask), a co-GM holding `revert_any_turn`, or staff
+        holding `audit.revert_toolinvocation` — but not the turn's actor otherwise: the person
+        the AI acts for does not sign off on it."""
+        if self.is_person(actor_id) and not self.owner:
+            return False
+        return self.gm
+
+    def rejects(self, actor_id: Any) -> bool:
+        """Who may refuse a held call: any approver, and the turn's actor (withdrawing it)."""
+        return self.is_person(actor_id) or self.approves(actor_id)
+
+    def moves(self, *, kind: str, controlled_by_id: Any) -> bool:
+        """Whether they may drag this creature's token (`may_act_on`: a player their own PC,
+        the GM any)."""
+        return may_act_on(
+            kind=kind, controlled_by_id=controlled_by_id, user_id=self.user.pk, gm=self.gm
+        )
+
+
 def may_revert(*, user: Any, campaign: Campaign, actor_id: int | None) -> bool:
-    """The original actor, or whoever runs the table (`runs_table`: the owner, a co-GM holding
-    `revert_any_turn`, staff holding `audit.revert_toolinvocation`). Cheap facts first: the
-    actor and the owner cost no query."""
-    if not getattr(user, "is_authenticated", False) or not user.is_active:
-        return False
-    if user.pk == actor_id:
-        return True
-    return runs_table(campaign=campaign, user=user)
+    """The one revert policy (`Rights.reverts`): the API, the admin and the GM's cancel and
+    retry ask it; the actor and the owner cost no query."""
+    return Rights(campaign=campaign, user=user).reverts(actor_id)
 
 
 def may_approve(*, user: Any, campaign: Campaign, actor_id: int) -> bool:
-    """Who may let a held tool call run: the owner (who answers for the table, on their own
-    turn too: nobody ranks above them to ask), a co-GM holding `revert_any_turn`, or staff
-    holding `audit.revert_toolinvocation` — but not the turn's actor otherwise: the person the
-    AI acts for does not sign off on it. Cheap facts first, as in `may_revert`."""
-    if not getattr(user, "is_authenticated", False) or not user.is_active:
-        return False
-    if user.pk == actor_id and user.pk != campaign.owner_id:
-        return False
-    return runs_table(campaign=campaign, user=user)
+    return Rights(campaign=campaign, user=user).approves(actor_id)
 
 
 def may_reject(*, user: Any, campaign: Campaign, actor_id: int) -> bool:
-    """Who may refuse a held call: any approver, and the turn's actor (withdrawing it)."""
-    if getattr(user, "is_authenticated", False) and user.is_active and user.pk == actor_id:
-        return True
-    return may_approve(user=user, campaign=campaign, actor_id=actor_id)
+    return Rights(campaign=campaign, user=user).rejects(actor_id)
 
 
 def authorize_approval(
@@ -79,21 +124,13 @@ def authorize_revert(
         )
 
 
-@contextmanager
-def recording_denials(*, user: Any, ip: str | None) -> Iterator[None]:
-    """Wrap a service call (outside its transaction): every Forbidden leaves a SecurityEvent,
-    once (a denial the service has already recorded says so: `recorded`)."""
-    try:
-        yield
-    except Forbidden as denial:
-        if denial.extra.get("recorded"):
-            raise
-        SecurityEvent.objects.create(
-            kind=denial.extra.get("kind", SecurityEvent.Kind.REVERT_DENIED),
-            user=user if getattr(user, "is_authenticated", False) else None,
-            campaign=denial.extra.get("campaign"),
-            target=str(denial.extra.get("target", "")),
-            ip=ip,
-            detail={"message": denial.detail},
+def authorize_analytics(*, user: Any, campaign: Campaign) -> None:
+    """A campaign's figures are its owner's business (and staff's): another member is refused,
+    for the security log."""
+    if campaign.owner_id != user.pk and not is_audit_staff(user):
+        raise Forbidden(
+            "Only the campaign owner (or staff) may read its analytics.",
+            kind=SecurityEvent.Kind.ADMIN_DENIED,
+            campaign=campaign,
+            target="analytics",
         )
-        raise

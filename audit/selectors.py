@@ -1,5 +1,6 @@
 """Reads of the invocation log, and of turns with their log rows. Filters match the log's
-(campaign, column, -sequence) indexes, so every filtered page is one index range scan."""
+(campaign, column, -sequence) indexes, so every filtered page is one index range scan. And what
+a person may do, for the surfaces to draw (`viewer_rights`, `reads_every_campaign`)."""
 
 from collections import defaultdict
 from typing import Any
@@ -7,7 +8,9 @@ from typing import Any
 from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
 
 from audit.models import ToolInvocation
+from audit.permissions import Rights
 from campaigns.models import Campaign, ChatMessage, Turn
+from campaigns.permissions import is_audit_staff
 from core.queries import get_or_not_found
 
 # Columns only revert needs; the API never shows them, so a page of the log does not load them.
@@ -137,3 +140,18 @@ def logged_calls(*, campaign: Campaign, ids: list[Any]) -> dict[str, dict[str, A
         "pk", "tool_name", "input", "revert_snapshot", "post_state", "turn_id"
     )
     return {str(row["pk"]): row for row in rows}
+
+
+def viewer_rights(*, campaign: Campaign, user: Any) -> Rights:
+    """What `user` may do at `campaign`, read once per request for a surface to draw: who is
+    offered Undo, Stop, Retry, Approve and Reject, which tokens they may drag, whether they get
+    the GM's view. The answers are the policy's (`audit.permissions.Rights`), and drawing is all
+    they are for: the services enforce the same rules on every request."""
+    return Rights(campaign=campaign, user=user)
+
+
+def reads_every_campaign(user: Any) -> bool:
+    """Staff holding the audit permission police every table, so they read every campaign's log
+    and figures (as they see every campaign, `campaign_get_visible`): the admin's log pages and
+    the analytics of every campaign."""
+    return is_audit_staff(user)

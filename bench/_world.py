@@ -14,7 +14,7 @@ def table(name: str) -> tuple[Any, Any, Any]:
     owner = User.objects.create_user(f"{name}-{uuid.uuid4().hex[:8]}")
     campaign = campaign_create(owner=owner, name=name, approval_policy="none")
     monster = creature_create(
-        campaign=campaign, name="Dummy", kind="monster", hp=10**6, max_hp=10**6
+        campaign=campaign, by=owner, name="Dummy", kind="monster", hp=10**6, max_hp=10**6
     )
     return campaign, owner, monster
 

@@ -81,9 +81,10 @@ def build_tables(count: int) -> list[Table]:
         tokens = []
         for seat in range(PLAYERS):
             player = User.objects.create_user(f"p{seat}-{tag}")
-            membership_add(campaign=campaign, username=player.username)
+            membership_add(campaign=campaign, by=owner, username=player.username)
             creature_create(
                 campaign=campaign,
+                by=owner,
                 name=f"Hero {seat + 1}",
                 kind="pc",
                 hp=20,
@@ -94,7 +95,12 @@ def build_tables(count: int) -> list[Table]:
             )
             tokens.append(Token.objects.create(user=player).key)
         goblin = creature_create(
-            campaign=campaign, name="Goblin", kind="monster", hp=GOBLIN_HP, max_hp=GOBLIN_HP
+            campaign=campaign,
+            by=owner,
+            name="Goblin",
+            kind="monster",
+            hp=GOBLIN_HP,
+            max_hp=GOBLIN_HP,
         )
         tables.append(Table(campaign.pk, goblin.pk, tokens))
     return tables

@@ -363,7 +363,12 @@ def build_campaigns(sizes: list[int]) -> list[dict[str, Any]]:
         owner = User.objects.create_user(f"gm-{c}")
         campaign = campaign_create(owner=owner, name=f"table {c}", approval_policy="none")
         goblin = creature_create(
-            campaign=campaign, name="Goblin", kind="monster", hp=GOBLIN_HP, max_hp=2 * GOBLIN_HP
+            campaign=campaign,
+            by=owner,
+            name="Goblin",
+            kind="monster",
+            hp=GOBLIN_HP,
+            max_hp=2 * GOBLIN_HP,
         )
         members = User.objects.bulk_create(User(username=f"p{i}-c{c}") for i in range(players))
         Membership.objects.bulk_create(Membership(campaign=campaign, user=p) for p in members)

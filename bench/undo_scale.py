@@ -78,7 +78,7 @@ def make_table(name: str, log_rows: int):
     owner = User.objects.create_user(f"{name}-{uuid.uuid4().hex[:8]}")
     campaign = campaign_create(owner=owner, name=name, approval_policy="none")
     creatures = [
-        creature_create(campaign=campaign, name=f"c{i}", kind="monster", hp=50, max_hp=50)
+        creature_create(campaign=campaign, by=owner, name=f"c{i}", kind="monster", hp=50, max_hp=50)
         for i in range(120)
     ]
     if log_rows:

@@ -28,9 +28,9 @@ from campaigns.models import (
     ResourceEvent,
     Turn,
 )
+from campaigns.permissions import is_audit_staff, is_member
 from campaigns.visibility import Sight, state_seen
 from core.errors import Gone, NotFound
-from core.permissions import is_audit_staff
 from core.queries import get_or_not_found
 
 
@@ -211,10 +211,6 @@ def turn_get(*, campaign: Campaign, turn_id: Any, lock: bool = False) -> Turn:
 def creature_get(*, campaign: Campaign, creature_id: Any) -> Creature:
     """A creature of this campaign; one of another campaign, or a malformed id, is NotFound."""
     return get_or_not_found(Creature.objects.filter(campaign=campaign), pk=creature_id)
-
-
-def is_member(*, campaign: Campaign, user: Any) -> bool:
-    return Membership.objects.filter(campaign_id=campaign.pk, user_id=user.pk).exists()
 
 
 def creature_names(*, campaign: Campaign) -> dict[int, str]:

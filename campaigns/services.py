@@ -1,7 +1,10 @@
-"""Writes of the game world that are not AI tool calls: set-up by people, invites, and turns.
+"""Writes of the game world that are not AI tool calls: set-up by people, invites, turns, and
+who joins a campaign's live feed.
 
 Every set-up write is announced to the table (source `user`) through the one publisher, in the
-transaction that makes it, so every open page shows it without a reload.
+transaction that makes it, so every open page shows it without a reload. Each service is given
+who acts (`by`) and decides whether they may with the world's rules (`campaigns.permissions`),
+before its transaction; a refusal is recorded (from `ip`) and raised as Forbidden.
 """
 
 import secrets
@@ -26,14 +29,31 @@ from campaigns.models import (
     Invite,
     Membership,
     Resource,
+    SecurityEvent,
     Source,
     Turn,
 )
+from campaigns.permissions import (
+    require_may_create_creature,
+    require_owner,
+    require_policy_setter,
+)
 from campaigns.realtime import broadcast_on_commit, event
-from campaigns.selectors import invite_get_usable
-from core.errors import Conflict, InvalidInput, NotFound
+from campaigns.security import denial_record, recording_denials
+from campaigns.selectors import campaign_get_for_member, invite_get_usable
+from campaigns.visibility import Sight, sight_of
+from core.errors import Conflict, Forbidden, InvalidInput, NotFound
 
 REVERT_ANY_TURN = "campaigns.revert_any_turn"
+# A creature made without naming its player: a player's own PC is theirs, anything else nobody's.
+UNSAID: Any = object()
+
+
+def _as_owner(campaign: Campaign, *, by: Any, ip: str | None, action: str) -> None:
+    """Set-up is the owner's (`require_owner`); a refusal is recorded outside any transaction,
+    so nothing rolls it back."""
+    with recording_denials(user=by, ip=ip):
+        require_owner(campaign=campaign, user=by, action=action)
 
 
 @transaction.atomic
@@ -50,13 +70,22 @@ def campaign_create(*, owner: Any, name: str, approval_policy: str | None = None
     return campaign
 
 
-@transaction.atomic
 def campaign_set_approval_policy(
+    *, campaign: Campaign, by: Any, policy: str, via: str, ip: str | None = None
+) -> ApprovalPolicyChange | None:
+    """Set which tool calls wait for a human (the owner; in the admin, whoever may change a
+    campaign there: `require_policy_setter`), and log who changed it from what to what."""
+    with recording_denials(user=by, ip=ip):
+        require_policy_setter(campaign=campaign, user=by, via=via)
+    return _policy_set(campaign=campaign, by=by, policy=policy, via=via)
+
+
+@transaction.atomic
+def _policy_set(
     *, campaign: Campaign, by: Any, policy: str, via: str
 ) -> ApprovalPolicyChange | None:
-    """Set which tool calls wait for a human, and log who changed it from what to what. The
-    campaign row is locked, so two changes at once are logged in the order they took effect;
-    setting the policy it already has changes and logs nothing (None)."""
+    """The campaign row is locked, so two changes at once are logged in the order they took
+    effect; setting the policy it already has changes and logs nothing (None)."""
     if policy not in Campaign.ApprovalPolicy.values:
         choices = ", ".join(Campaign.ApprovalPolicy.values)
         raise InvalidInput(f"approval_policy must be one of {choices}; got {policy!r}.")
@@ -71,8 +100,21 @@ def campaign_set_approval_policy(
     )
 
 
-@transaction.atomic
 def membership_add(
+    *,
+    campaign: Campaign,
+    by: Any,
+    username: str,
+    can_revert_any: bool = False,
+    ip: str | None = None,
+) -> Membership:
+    """The owner adds a member by username, or changes whether they hold `revert_any_turn`."""
+    _as_owner(campaign, by=by, ip=ip, action="membership_add")
+    return _membership_add(campaign=campaign, username=username, can_revert_any=can_revert_any)
+
+
+@transaction.atomic
+def _membership_add(
     *, campaign: Campaign, username: str, can_revert_any: bool = False
 ) -> Membership:
     user = get_user_model().objects.filter(username=username).first()
@@ -107,8 +149,30 @@ def _row_added(campaign_id: Any, entity: str, row: dict[str, Any]) -> None:
     _announce(campaign_id, StateChanged(entity=entity, id=row["id"], fields=row))
 
 
-@transaction.atomic
 def creature_create(
+    *,
+    campaign: Campaign,
+    by: Any,
+    kind: str,
+    controlled_by: Any = UNSAID,
+    ip: str | None = None,
+    **fields: Any,
+) -> Creature:
+    """The owner creates any creature; a player only their own player character, which is
+    theirs without saying so (`require_may_create_creature`). `fields` are the rest of the
+    creature's, as `_creature_create` takes them (name, hp, max_hp, x, y)."""
+    if controlled_by is UNSAID:
+        own_pc = by.pk != campaign.owner_id and kind == Creature.Kind.PC
+        controlled_by = by if own_pc else None
+    with recording_denials(user=by, ip=ip):
+        require_may_create_creature(
+            campaign=campaign, user=by, kind=kind, controlled_by=controlled_by
+        )
+    return _creature_create(campaign=campaign, kind=kind, controlled_by=controlled_by, **fields)
+
+
+@transaction.atomic
+def _creature_create(
     *,
     campaign: Campaign,
     name: str,
@@ -147,8 +211,26 @@ def _values(row: Any, names: list[str]) -> dict[str, Any]:
     return {name: getattr(row, name) for name in names}
 
 
-@transaction.atomic
 def resource_create(
+    *,
+    campaign: Campaign,
+    creature: Creature,
+    by: Any,
+    name: str,
+    current: int,
+    maximum: int,
+    recharge: str,
+    ip: str | None = None,
+) -> Resource:
+    """The owner gives `creature`, of `campaign`, a resource."""
+    _as_owner(campaign, by=by, ip=ip, action="resource_create")
+    return _resource_create(
+        creature=creature, name=name, current=current, maximum=maximum, recharge=recharge
+    )
+
+
+@transaction.atomic
+def _resource_create(
     *, creature: Creature, name: str, current: int, maximum: int, recharge: str
 ) -> Resource:
     if not 0 <= current <= maximum:
@@ -168,9 +250,14 @@ def resource_create(
     return resource
 
 
+def chapter_create(*, campaign: Campaign, by: Any, title: str, ip: str | None = None) -> Chapter:
+    """The owner appends a chapter; the first becomes the current one."""
+    _as_owner(campaign, by=by, ip=ip, action="chapter_create")
+    return _chapter_create(campaign=campaign, title=title)
+
+
 @transaction.atomic
-def chapter_create(*, campaign: Campaign, title: str) -> Chapter:
-    """Chapters are appended; the first becomes the current one."""
+def _chapter_create(*, campaign: Campaign, title: str) -> Chapter:
     last = campaign.chapters.order_by("-position").values_list("position", flat=True).first()
     chapter = Chapter.objects.create(campaign=campaign, title=title, position=(last or 0) + 1)
     _row_added(campaign.pk, "chapter", _values(chapter, ["id", "title", "position"]))
@@ -182,8 +269,14 @@ def chapter_create(*, campaign: Campaign, title: str) -> Chapter:
     return chapter
 
 
+def dungeon_create(*, campaign: Campaign, by: Any, name: str, ip: str | None = None) -> Dungeon:
+    """The owner adds a dungeon that `activate_dungeon` can later switch to."""
+    _as_owner(campaign, by=by, ip=ip, action="dungeon_create")
+    return _dungeon_create(campaign=campaign, name=name)
+
+
 @transaction.atomic
-def dungeon_create(*, campaign: Campaign, name: str) -> Dungeon:
+def _dungeon_create(*, campaign: Campaign, name: str) -> Dungeon:
     dungeon = Dungeon.objects.create(campaign=campaign, name=name)
     _row_added(campaign.pk, "dungeon", _values(dungeon, ["id", "name"]))
     return dungeon
@@ -192,12 +285,17 @@ def dungeon_create(*, campaign: Campaign, name: str) -> Dungeon:
 INVITE_TTL_MAX = timedelta(days=30)
 
 
-@transaction.atomic
 def invite_create(
-    *, campaign: Campaign, created_by: Any, expires_in: timedelta, max_uses: int | None
+    *,
+    campaign: Campaign,
+    by: Any,
+    expires_in: timedelta,
+    max_uses: int | None,
+    ip: str | None = None,
 ) -> tuple[Invite, str]:
-    """A new invite link's row and its token; the token exists nowhere else, so the caller
-    shows it once."""
+    """A new invite link's row and its token, made by the owner; the token exists nowhere else,
+    so the caller shows it once."""
+    _as_owner(campaign, by=by, ip=ip, action="invite_create")
     if not timedelta(0) < expires_in <= INVITE_TTL_MAX:
         raise InvalidInput("An invite link lasts at most 30 days.")
     if max_uses is not None and max_uses < 1:
@@ -206,15 +304,16 @@ def invite_create(
     invite = Invite.objects.create(
         campaign=campaign,
         token_hash=Invite.hash_token(token),
-        created_by=created_by,
+        created_by=by,
         expires_at=timezone.now() + expires_in,
         max_uses=max_uses,
     )
     return invite, token
 
 
-def invite_revoke(*, campaign: Campaign, invite_id: Any) -> Invite:
-    """Nobody joins with it any more; who already joined stays."""
+def invite_revoke(*, campaign: Campaign, by: Any, invite_id: Any, ip: str | None = None) -> Invite:
+    """The owner revokes a link: nobody joins with it any more; who already joined stays."""
+    _as_owner(campaign, by=by, ip=ip, action="invite_revoke")
     invite = Invite.objects.filter(campaign=campaign, pk=invite_id).first()
     if invite is None:
         raise NotFound("No such invite.")
@@ -233,7 +332,7 @@ def invite_accept(*, token: str, user: Any) -> Membership:
         return Membership.objects.get(campaign=invite.campaign, user=user)
     invite.uses += 1
     invite.save(update_fields=["uses"])
-    return membership_add(campaign=invite.campaign, username=user.get_username())
+    return _membership_add(campaign=invite.campaign, username=user.get_username())
 
 
 @transaction.atomic
@@ -332,3 +431,22 @@ def dice_roll_record(
     source = Source.AI_TOOL_EXECUTION if by_gm else Source.USER
     broadcast_on_commit(campaign.pk, [event(rolled, source=source, turn=turn.pk if turn else None)])
     return roll
+
+
+def feed_join(*, campaign_id: Any, user: Any, ip: str | None = None) -> Sight | None:
+    """How a member sees the campaign's live feed (`campaigns.visibility`), or None for anyone
+    who is not a member (now). A signed-in stranger probing a feed is a security event
+    (`websocket_denied`, from `ip`); an anonymous handshake is refused before anything is
+    revealed, and is not."""
+    try:
+        campaign = campaign_get_for_member(campaign_id=campaign_id, user=user)
+    except NotFound:
+        if getattr(user, "is_authenticated", False):
+            denial = Forbidden(
+                "Websocket refused: not a member of this campaign.",
+                kind=SecurityEvent.Kind.WEBSOCKET_DENIED,
+                target=f"ws:campaign:{campaign_id}",
+            )
+            denial_record(denial, user=user, ip=ip)
+        return None
+    return sight_of(campaign=campaign, user=user)

@@ -39,10 +39,15 @@ class Sight(StrEnum):
     GM = "gm"
     PLAYER = "player"
 
+    @classmethod
+    def of(cls, *, gm: bool) -> "Sight":
+        """Whoever runs the table (`runs_table`: the owner, a co-GM, audit staff) sees as the
+        GM; everyone else as a player."""
+        return cls.GM if gm else cls.PLAYER
+
 
 def sight_of(*, campaign: Campaign, user: Any) -> Sight:
-    """Whoever runs the table (`runs_table`: the owner, a co-GM, audit staff) sees as the GM."""
-    return Sight.GM if runs_table(campaign=campaign, user=user) else Sight.PLAYER
+    return Sight.of(gm=runs_table(campaign=campaign, user=user))
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,6 @@
-"""What people do with GM turns: post one for the GM, run one here, cancel one, retry one."""
+"""What people do with GM turns: post one for the GM, run one here, cancel one, retry one. Who
+may is decided here (a member posts; the actor, or whoever may revert it, cancels and retries),
+and a refusal is recorded (from the caller's `ip`)."""
 
 from typing import Any
 
@@ -8,6 +10,8 @@ from django.utils import timezone
 from audit.permissions import authorize_revert
 from audit.services.approval import held_calls_withdraw
 from campaigns.models import Campaign, ChatMessage, Turn
+from campaigns.permissions import require_member
+from campaigns.security import recording_denials
 from campaigns.selectors import campaign_get_visible, turn_get
 from campaigns.services import turn_create
 from core.errors import Conflict
@@ -19,11 +23,19 @@ from gm.transcript import transcript_text
 STOPPABLE = (Turn.Status.QUEUED, Turn.Status.RUNNING, Turn.Status.AWAITING_APPROVAL)
 
 
-def turn_submit(*, campaign: Campaign, actor: Any, message: str) -> Turn:
-    """A player's message as a new turn queued for the GM: a worker answers it
-    (docs/architecture.md#durable-gm-turns), and nothing here waits for the model. Durable, so the
-    turn and its task are committed when this returns."""
+def turn_submit(
+    *, campaign: Campaign, actor: Any, message: str, run_gm: bool = True, ip: str | None = None
+) -> Turn:
+    """A member's message as a new turn (`require_member`: staff who police the table do not
+    play at it; a refusal is recorded from `ip`), queued for the GM: a worker answers it
+    (docs/architecture.md#durable-gm-turns), and nothing here waits for the model. Without
+    `run_gm` the turn stays open for the member's own agent. Durable, so the turn and its task
+    are committed when this returns."""
+    with recording_denials(user=actor, ip=ip):
+        require_member(campaign=campaign, user=actor, action="turn_create")
     with transaction.atomic(durable=True):
+        if not run_gm:
+            return turn_create(campaign=campaign, actor=actor, message=message)
         return _queue(campaign=campaign, actor=actor, message=message)
 
 
@@ -51,11 +63,11 @@ def gm_turn_run(*, turn: Turn, provider: GMProvider | None = None) -> Turn:
     return ended
 
 
-def turn_cancel(*, campaign_id: Any, turn_id: Any, user: Any) -> Turn:
+def turn_cancel(*, campaign_id: Any, turn_id: Any, user: Any, ip: str | None = None) -> Turn:
     """Stop the GM on a turn (its actor, or whoever may revert it). A queued turn is cancelled
     at once; a running one stops at its next step (before its next round or tool call), its
     committed calls staying undoable. A turn that has ended cannot be cancelled (Conflict)."""
-    with transaction.atomic(durable=True):
+    with recording_denials(user=user, ip=ip), transaction.atomic(durable=True):
         campaign = campaign_get_visible(campaign_id=campaign_id, user=user, lock=True)
         turn = turn_get(campaign=campaign, turn_id=turn_id, lock=True)
         authorize_revert(
@@ -84,10 +96,10 @@ def _not_stoppable(turn: Turn) -> str:
     return f"This turn has already ended ({turn.status}); there is nothing left to cancel."
 
 
-def turn_retry(*, campaign_id: Any, turn_id: Any, user: Any) -> Turn:
+def turn_retry(*, campaign_id: Any, turn_id: Any, user: Any, ip: str | None = None) -> Turn:
     """Run the GM afresh on an undone GM turn's player message (its actor, or whoever may
     revert it): a new queued turn of the same actor and message. A turn is retried once."""
-    with transaction.atomic(durable=True):
+    with recording_denials(user=user, ip=ip), transaction.atomic(durable=True):
         campaign = campaign_get_visible(campaign_id=campaign_id, user=user, lock=True)
         turn = turn_get(campaign=campaign, turn_id=turn_id, lock=True)
         authorize_revert(

@@ -153,11 +153,12 @@ def build_world(prefix: str = "") -> World:
     campaign = campaign_create(
         owner=owner, name="The Sunken Keep", approval_policy=Campaign.ApprovalPolicy.NONE
     )
-    membership_add(campaign=campaign, username=player.username)
-    membership_add(campaign=campaign, username=other.username)
-    membership_add(campaign=campaign, username=cogm.username, can_revert_any=True)
+    membership_add(campaign=campaign, by=owner, username=player.username)
+    membership_add(campaign=campaign, by=owner, username=other.username)
+    membership_add(campaign=campaign, by=owner, username=cogm.username, can_revert_any=True)
     hero = creature_create(
         campaign=campaign,
+        by=owner,
         name="Thorin",
         kind="pc",
         hp=20,
@@ -167,24 +168,42 @@ def build_world(prefix: str = "") -> World:
         y=1,
     )
     ally = creature_create(
-        campaign=campaign, name="Lia", kind="pc", hp=15, max_hp=15, controlled_by=other, x=2, y=1
+        campaign=campaign,
+        by=owner,
+        name="Lia",
+        kind="pc",
+        hp=15,
+        max_hp=15,
+        controlled_by=other,
+        x=2,
+        y=1,
     )
     goblin = creature_create(
-        campaign=campaign, name="Goblin", kind="monster", hp=7, max_hp=7, x=5, y=5
+        campaign=campaign, by=owner, name="Goblin", kind="monster", hp=7, max_hp=7, x=5, y=5
     )
-    orc = creature_create(campaign=campaign, name="Orc", kind="monster", hp=15, max_hp=15)
+    orc = creature_create(campaign=campaign, by=owner, name="Orc", kind="monster", hp=15, max_hp=15)
     for creature in (hero, ally):
         for name, current, maximum, recharge in (
             ("spell_slot", 1, 3, Resource.Recharge.LONG_REST),
             ("ki", 0, 2, Resource.Recharge.SHORT_REST),
         ):
             resource_create(
-                creature=creature, name=name, current=current, maximum=maximum, recharge=recharge
+                campaign=campaign,
+                creature=creature,
+                by=owner,
+                name=name,
+                current=current,
+                maximum=maximum,
+                recharge=recharge,
             )
-    chapters = [chapter_create(campaign=campaign, title=t) for t in ("Arrival", "Depths", "End")]
-    dungeon = dungeon_create(campaign=campaign, name="Flooded Crypt")
+    chapters = [
+        chapter_create(campaign=campaign, by=owner, title=t) for t in ("Arrival", "Depths", "End")
+    ]
+    dungeon = dungeon_create(campaign=campaign, by=owner, name="Flooded Crypt")
     elsewhere = campaign_create(owner=outsider, name="Elsewhere")
-    foreign = creature_create(campaign=elsewhere, name="Stranger", kind="npc", hp=5, max_hp=5)
+    foreign = creature_create(
+        campaign=elsewhere, by=outsider, name="Stranger", kind="npc", hp=5, max_hp=5
+    )
     campaign.refresh_from_db()
     return World(
         campaign,

@@ -1,10 +1,12 @@
 """The live table: one websocket per player, on its campaign's feed.
 
-The consumer is deliberately thin. It admits members only, decides once how its viewer sees the
-world (`campaigns.visibility`: the GM through the fog, a player not), joins the process's feed of
-the campaign (`web.feeds`, one channel-layer subscription for all its sockets) and forwards every
-envelope that `campaigns.realtime` publishes, as that viewer may see it. Clients never write
-through it: changes go through the REST API, which is where permissions, audit and undo live.
+The consumer is deliberately thin. It asks `campaigns.services.feed_join` whether its viewer may
+join (members only; a signed-in stranger's attempt is recorded there) and how they see the
+world (`campaigns.visibility`: the GM through the fog, a player not), once, then joins the
+process's feed of the campaign (`web.feeds`, one channel-layer subscription for all its sockets)
+and forwards every envelope that `campaigns.realtime` publishes, as that viewer may see it.
+Clients never write through it: changes go through the REST API, whose services are where
+permissions, audit and undo live.
 """
 
 import json
@@ -15,11 +17,10 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from audit.models import SecurityEvent
 from campaigns.realtime import LAYER_UNAVAILABLE, hello
-from campaigns.selectors import campaign_event_seq, campaign_get_for_member
-from campaigns.visibility import Sight, sight_of
-from core.errors import NotFound
+from campaigns.selectors import campaign_event_seq
+from campaigns.services import feed_join
+from campaigns.visibility import Sight
 from web.feeds import CampaignFeed, campaign_feed
 
 logger = logging.getLogger(__name__)
@@ -28,29 +29,6 @@ logger = logging.getLogger(__name__)
 REFUSED = 4403
 NOT_FOUND = 4404
 UNAVAILABLE = 4503
-
-
-@database_sync_to_async
-def member_sight(*, campaign_id: Any, user: Any) -> Sight | None:
-    """How a member sees the campaign; None for anyone who is not a member (now)."""
-    try:
-        campaign = campaign_get_for_member(campaign_id=campaign_id, user=user)
-    except NotFound:
-        return None
-    return sight_of(campaign=campaign, user=user)
-
-
-@database_sync_to_async
-def record_refusal(*, user: Any, campaign_id: Any, ip: str | None) -> None:
-    """A signed-in non-member probing a campaign's feed is a security event; anonymous
-    handshakes are not (they are refused before anything is revealed)."""
-    SecurityEvent.objects.create(
-        kind=SecurityEvent.Kind.WEBSOCKET_DENIED,
-        user=user,
-        target=f"ws:campaign:{campaign_id}",
-        ip=ip,
-        detail={"message": "Websocket refused: not a member of this campaign."},
-    )
 
 
 def refusal(code: int) -> Callable[..., Awaitable[None]]:
@@ -103,13 +81,12 @@ class CampaignConsumer(AsyncWebsocketConsumer):
                 await send({"type": "websocket.close", "code": UNAVAILABLE})
 
     async def connect(self) -> None:
-        user = self.scope.get("user")
         campaign_id = self.scope["url_route"]["kwargs"]["campaign_id"]
-        sight = await member_sight(campaign_id=campaign_id, user=user)
+        client = self.scope.get("client") or [None]
+        sight = await database_sync_to_async(feed_join)(
+            campaign_id=campaign_id, user=self.scope.get("user"), ip=client[0]
+        )
         if sight is None:
-            if getattr(user, "is_authenticated", False):
-                client = self.scope.get("client") or [None]
-                await record_refusal(user=user, campaign_id=campaign_id, ip=client[0])
             await self.close(code=REFUSED)
             return
         self.sight = sight

@@ -25,7 +25,7 @@ from django.utils import timezone
 from ai_tools import registry
 from audit.chain import transitions_append
 from audit.models import ApprovalAnswer, ToolInvocation
-from audit.permissions import authorize_approval, recording_denials
+from audit.permissions import authorize_approval
 from audit.selectors import invocation_get
 from audit.services.common import ToolFailed, campaign_lock
 from audit.services.dispatch import approved_call_run, held_call_context
@@ -33,6 +33,7 @@ from audit.services.preview import call_preview, preview_is_stale
 from campaigns.events import ApprovalResolved
 from campaigns.models import Campaign, Source
 from campaigns.realtime import broadcast_on_commit, event
+from campaigns.security import recording_denials
 from campaigns.selectors import campaign_get_visible
 from core.errors import Conflict, StalePreview
 

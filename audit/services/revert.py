@@ -11,12 +11,13 @@ from ai_tools import entities, registry
 from ai_tools.base import ToolContext
 from audit.chain import transitions_append
 from audit.models import SkipReason, ToolInvocation, WriteSetEntry
-from audit.permissions import authorize_revert, recording_denials
+from audit.permissions import authorize_revert
 from audit.selectors import invocation_get
 from audit.services.approval import held_calls_withdraw
 from campaigns.events import InteractionReverted, InvocationReverted
 from campaigns.models import Campaign, ChatMessage, Revertible, Source, Turn
 from campaigns.realtime import broadcast_on_commit, event
+from campaigns.security import recording_denials
 from campaigns.selectors import campaign_get_visible, turn_get
 from core.errors import Conflict, InvalidInput
 

@@ -89,7 +89,9 @@ def test_the_turn_page_reads_names_once_however_many_calls(staff_client, world):
 def test_the_campaign_page_names_members_without_a_query_each(staff_client, world):
     few = queries(staff_client, campaign_url(world))
     for i in range(5):
-        membership_add(campaign=world.campaign, username=make_user(f"extra{i}").username)
+        membership_add(
+            campaign=world.campaign, by=world.owner, username=make_user(f"extra{i}").username
+        )
     html = staff_client.get(campaign_url(world)).content.decode()
     assert "extra4 in The Sunken Keep (player)" in html
     assert queries(staff_client, campaign_url(world)) == few

@@ -18,7 +18,13 @@ pytestmark = pytest.mark.django_db
 def dark(world: World) -> None:
     """The goblin in the fog with an item, a resource it spent and a place in the combat."""
     resource_create(
-        creature=world.goblin, name="rage", current=2, maximum=2, recharge=Resource.Recharge.NONE
+        campaign=world.campaign,
+        creature=world.goblin,
+        by=world.owner,
+        name="rage",
+        current=2,
+        maximum=2,
+        recharge=Resource.Recharge.NONE,
     )
     commit(world, "give_item", {"creature_id": world.goblin.pk, "item": "gem", "quantity": 1})
     commit(

@@ -55,7 +55,7 @@ def adaptive(world: World) -> Campaign:
 
 def second_table(world: World, policy: str = "adaptive") -> Campaign:
     campaign = campaign_create(owner=world.owner, name="Second", approval_policy=policy)
-    creature_create(campaign=campaign, name="Scout", kind="npc", hp=5, max_hp=5)
+    creature_create(campaign=campaign, by=world.owner, name="Scout", kind="npc", hp=5, max_hp=5)
     return campaign
 
 

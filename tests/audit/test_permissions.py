@@ -48,7 +48,9 @@ def test_staff_with_the_global_permission_may_revert(world, row, staff):
 
 
 def test_grant_can_be_withdrawn(world, row):
-    membership_add(campaign=world.campaign, username=world.cogm.username, can_revert_any=False)
+    membership_add(
+        campaign=world.campaign, by=world.owner, username=world.cogm.username, can_revert_any=False
+    )
     cogm = User.objects.get(pk=world.cogm.pk)  # fresh permission cache
     assert not may_revert(user=cogm, campaign=world.campaign, actor_id=row.user_id)
 

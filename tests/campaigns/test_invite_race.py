@@ -18,7 +18,7 @@ def test_eight_people_racing_through_a_link_get_in_as_often_as_it_allows(max_use
     world = build_world()
     _invite, token = invite_create(
         campaign=world.campaign,
-        created_by=world.owner,
+        by=world.owner,
         expires_in=timedelta(hours=1),
         max_uses=max_uses,
     )

@@ -26,17 +26,33 @@ def test_each_set_up_service_announces_its_row_as_the_dump_has_it(
 ):
     newcomer = make_user("newcomer")
     with django_capture_on_commit_callbacks(execute=True):
-        membership_add(campaign=world.campaign, username="newcomer", can_revert_any=True)
-    with django_capture_on_commit_callbacks(execute=True):
-        rat = creature_create(
-            campaign=world.campaign, name="Rat", kind="pc", hp=2, max_hp=3, controlled_by=newcomer
+        membership_add(
+            campaign=world.campaign, by=world.owner, username="newcomer", can_revert_any=True
         )
     with django_capture_on_commit_callbacks(execute=True):
-        rage = resource_create(creature=rat, name="rage", current=1, maximum=2, recharge="none")
+        rat = creature_create(
+            campaign=world.campaign,
+            by=world.owner,
+            name="Rat",
+            kind="pc",
+            hp=2,
+            max_hp=3,
+            controlled_by=newcomer,
+        )
     with django_capture_on_commit_callbacks(execute=True):
-        chapter = chapter_create(campaign=world.campaign, title="Epilogue")
+        rage = resource_create(
+            campaign=world.campaign,
+            creature=rat,
+            by=world.owner,
+            name="rage",
+            current=1,
+            maximum=2,
+            recharge="none",
+        )
     with django_capture_on_commit_callbacks(execute=True):
-        dungeon = dungeon_create(campaign=world.campaign, name="Sewers")
+        chapter = chapter_create(campaign=world.campaign, by=world.owner, title="Epilogue")
+    with django_capture_on_commit_callbacks(execute=True):
+        dungeon = dungeon_create(campaign=world.campaign, by=world.owner, name="Sewers")
     assert {e["source"] for e in events} == {"user"}
     assert {e["campaign"] for e in events} == {str(world.campaign.pk)}
     seqs = [e["seq"] for e in events]
@@ -60,9 +76,10 @@ def test_each_set_up_service_announces_its_row_as_the_dump_has_it(
 def test_the_first_chapter_becomes_current_and_says_so(
     db, events, django_capture_on_commit_callbacks
 ):
-    campaign = campaign_create(owner=make_user("gm"), name="Fresh")
+    gm = make_user("gm")
+    campaign = campaign_create(owner=gm, name="Fresh")
     with django_capture_on_commit_callbacks(execute=True):
-        chapter = chapter_create(campaign=campaign, title="One")
+        chapter = chapter_create(campaign=campaign, by=gm, title="One")
     assert [e["data"]["entity"] for e in events] == ["chapter", "campaign"]
     assert events[1]["data"]["fields"] == {"current_chapter_id": chapter.pk}
     assert campaign_state(campaign)["campaign"]["current_chapter_id"] == chapter.pk
@@ -76,6 +93,8 @@ def test_a_set_up_change_that_rolls_back_is_never_announced(
         django_capture_on_commit_callbacks(execute=True),
         transaction.atomic(),
     ):
-        creature_create(campaign=world.campaign, name="Ghost", kind="monster", hp=1, max_hp=1)
+        creature_create(
+            campaign=world.campaign, by=world.owner, name="Ghost", kind="monster", hp=1, max_hp=1
+        )
         raise RuntimeError("rolled back")
     assert events == []

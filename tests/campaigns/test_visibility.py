@@ -7,11 +7,11 @@ from audit.permissions import may_revert
 from campaigns import visibility
 from campaigns.events import MessageCreated, StateChanged
 from campaigns.models import Source
+from campaigns.permissions import runs_table
 from campaigns.realtime import event
 from campaigns.selectors import campaign_state
 from campaigns.visibility import Fog, Sight, fog_of_state, fog_read, held_call_hidden, sight_of
 from tests.conftest import World, commit, fog_over_the_goblin
-from web.api.permissions import runs_table
 
 pytestmark = pytest.mark.django_db
 

@@ -1,7 +1,7 @@
 """The map on the campaign page, drawn by the server (`_map_grid.html`, the one renderer): each
 creature's token at its x,y with its HP ring and label, the fog from the revealed cells (seen
-through by the GM), the active combatant, and which tokens this person may drag, by the API's
-own rule (`may_move_token`)."""
+through by the GM), the active combatant, and which tokens this person may drag, by the rule the
+move's service enforces (`Rights.moves`, `may_act_on`)."""
 
 import re
 from pathlib import Path

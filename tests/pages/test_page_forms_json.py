@@ -27,7 +27,7 @@ IP = "10.0.0.5"
 def invite(world: World) -> Invite:
     made, _ = services.invite_create(
         campaign=world.campaign,
-        created_by=world.owner,
+        by=world.owner,
         expires_in=timedelta(hours=1),
         max_uses=None,
     )
@@ -187,7 +187,7 @@ def test_invite_links_refuse_a_script_as_the_api_would(world: World, invite: Inv
     assert unknown["detail"].startswith("This invite link does not exist.")
     _, token = services.invite_create(
         campaign=world.campaign,
-        created_by=world.owner,
+        by=world.owner,
         expires_in=timedelta(hours=1),
         max_uses=None,
     )

@@ -27,6 +27,7 @@ from campaigns.models import (
     Turn,
 )
 from campaigns.services import campaign_set_approval_policy
+from core.api.base import client_ip
 from web.admin import display
 from web.admin.filters import CampaignFilter, StatusFilter
 from web.admin.pagination import EstimatedCountPaginator
@@ -154,6 +155,7 @@ class CampaignAdmin(ReadOnlyMixin, LogReaderMixin, admin.ModelAdmin):
                 by=request.user,
                 policy=form.cleaned_data["approval_policy"],
                 via=ApprovalPolicyChange.Via.ADMIN,
+                ip=client_ip(request),
             )
 
 

@@ -1,23 +1,24 @@
 """Every write the admin refuses leaves one SecurityEvent, as a refusal through the API does.
 
 The services record their own refusals of a member without the right (`revert_denied`,
-`approval_denied`, through `audit.permissions.recording_denials`). Two kinds they cannot: a
+`approval_denied`, through `campaigns.security.recording_denials`). Two kinds they cannot: a
 campaign the staff member may not see (the service's NotFound, which the API answers a stranger
 with, unrecorded, so as to reveal nothing; here a staff account has reached for a table it does
 not police), and Django's own refusal of an admin write view (PermissionDenied: no change, add
-or delete permission). Those are recorded here, as `admin_denied`, by the same
-`recording_denials`, so one function writes every security event.
+or delete permission). The admin tells the security log of those, as `admin_denied`, through
+the same writer (`campaigns.security.denial_record`), so one function writes every security
+event.
 """
 
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from typing import Any
 
 from django.http import HttpRequest
 
 from audit.models import SecurityEvent
-from audit.permissions import recording_denials
 from campaigns.models import Campaign
+from campaigns.security import denial_record
 from core.api.base import client_ip
 from core.errors import Forbidden, NotFound
 
@@ -34,8 +35,7 @@ def admin_denial(request: HttpRequest, obj: Any, *, target: str, detail: str) ->
     denial = Forbidden(
         detail, kind=SecurityEvent.Kind.ADMIN_DENIED, campaign=campaign, target=target[:TARGET]
     )
-    with suppress(Forbidden), recording_denials(user=request.user, ip=client_ip(request)):
-        raise denial
+    denial_record(denial, user=request.user, ip=client_ip(request))
     return denial
 
 

@@ -1,5 +1,5 @@
-"""Reverting from the admin: the same services and the same policy function as the API, with
-each outcome told to staff in words. Every refusal leaves a SecurityEvent: the services record
+"""Reverting from the admin: the same services and the same policy as the API, with each
+outcome told to staff in words. Every refusal leaves a SecurityEvent: the services record
 their own, `web.admin.refusals` the rest."""
 
 from collections.abc import Callable
@@ -21,7 +21,7 @@ from django.utils.text import capfirst
 
 from ai_tools.base import Names
 from audit.models import SkipReason, ToolInvocation
-from audit.permissions import may_revert
+from audit.selectors import reads_every_campaign, viewer_rights
 from audit.services import (
     invocation_revert,
     invocation_revert_plan,
@@ -33,7 +33,6 @@ from campaigns.models import Turn
 from campaigns.selectors import creature_names_in
 from core.api.base import client_ip
 from core.errors import Conflict, Forbidden
-from core.permissions import is_audit_staff
 from web.admin.display import compact_json, invocation_link, label, summary
 from web.admin.refusals import NO_PERMISSION, admin_denial, service_refusals
 
@@ -69,7 +68,7 @@ class RevertForm(ReasonForm):
 
 
 def can_read_log(user: Any) -> bool:
-    return is_audit_staff(user)
+    return reads_every_campaign(user)
 
 
 class LogReaderMixin:
@@ -350,7 +349,8 @@ class RevertPageMixin:
         kind = self.reverting
         if not kind.stands(obj):
             return False
-        return may_revert(user=request.user, campaign=obj.campaign, actor_id=kind.actor_id(obj))
+        rights = viewer_rights(campaign=obj.campaign, user=request.user)
+        return rights.reverts(kind.actor_id(obj))
 
     def _url_name(self, view: str) -> str:
         return f"{self.opts.app_label}_{self.opts.model_name}_{view}"

@@ -12,12 +12,10 @@ from rest_framework.throttling import SimpleRateThrottle
 
 from ai_tools.base import ToolError
 from ai_tools.dice import dice_roll
-from audit.permissions import recording_denials
 from campaigns.models import DiceRoll
 from campaigns.selectors import campaign_get_visible, roll_list
 from core.api.base import ApiListView, ResultsPagination, StrictSerializer, client_ip
 from core.api.errors import ErrorSerializer, error_responses
-from web.api.permissions import require_member
 from web.api.serializers import UsernameField
 
 
@@ -111,12 +109,15 @@ class RollListView(ApiListView):
     )
     def post(self, request: Request, campaign_id: Any) -> Response:
         campaign = campaign_get_visible(campaign_id=campaign_id, user=request.user)
-        with recording_denials(user=request.user, ip=client_ip(request)):
-            require_member(campaign=campaign, user=request.user, action="dice_roll")
         data = RollInput(data=request.data)
         data.is_valid(raise_exception=True)
         try:
-            roll = dice_roll(campaign=campaign, author=request.user, **data.validated_data)
+            roll = dice_roll(
+                campaign=campaign,
+                author=request.user,
+                ip=client_ip(request),
+                **data.validated_data,
+            )
         except ToolError as exc:
             raise serializers.ValidationError({"formula": [str(exc)]}) from exc
         return Response(RollSerializer(roll).data, status=status.HTTP_201_CREATED)

@@ -2,10 +2,10 @@
 through the audited dispatch with the origin `user`, so the move is in the log, undoable like the
 GM's calls (`…/invocations/{iid}/revert/`), and its `state_changed` event carries the source `user`.
 
-Who may: a player their own PC, the owner and the co-GMs any token
-(`web.api.permissions.require_may_move_token`). A non-member and a creature of another campaign
-are 404; a member without the right is 403 and a SecurityEvent. The move joins no turn: it is
-nobody's message to the GM.
+Who may: a player their own PC, the owner and the co-GMs any token, as the service decides
+(`audit.services.hand.token_move`). A non-member and a creature of another campaign are 404; a
+member without the right is 403 and a SecurityEvent. The move joins no turn: it is nobody's
+message to the GM.
 """
 
 from typing import Any
@@ -16,14 +16,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from ai_tools.tools.schema import COORD
-from audit.models import InvocationOrigin, ToolInvocation
-from audit.permissions import recording_denials
-from audit.services import invocation_dispatch
+from audit.models import ToolInvocation
+from audit.services.hand import token_move
 from campaigns.selectors import creature_get
 from core.api.base import ApiView, StrictSerializer, client_ip
 from core.api.errors import error_responses
 from web.api.audit import serializers as s
-from web.api.permissions import require_may_move_token
 from web.shared import validated, visible_campaign
 
 
@@ -57,15 +55,13 @@ class TokenMoveView(ApiView):
     def post(self, request: Request, campaign_id: Any, creature_id: int) -> Response:
         campaign = visible_campaign(request, campaign_id)
         creature = creature_get(campaign=campaign, creature_id=creature_id)
-        with recording_denials(user=request.user, ip=client_ip(request)):
-            require_may_move_token(campaign=campaign, user=request.user, creature=creature)
         data = validated(TokenMoveInput, request.data)
-        row = invocation_dispatch(
+        row = token_move(
             campaign=campaign,
-            actor=request.user,
-            tool_name="move_token",
-            input={"creature_id": creature.pk, **data},
-            source=InvocationOrigin.USER,
+            creature=creature,
+            by=request.user,
+            ip=client_ip(request),
+            **data,
         )
         body = {"invocation": row.pk, "status": row.status, "result": row.result}
         if row.status == ToolInvocation.Status.FAILED:

@@ -3,7 +3,8 @@ one, stopping the GM on it and running it again on an undone one, and its undo w
 of it (docs/architecture.md#durable-gm-turns, #revert-and-undo).
 
 A non-member gets 404 and a turn of another campaign is 404; a member without the right gets 403
-and a SecurityEvent; a turn in the wrong state is 409 with a `detail` that says why.
+and a SecurityEvent (the services decide, and record it); a turn in the wrong state is 409 with a
+`detail` that says why.
 """
 
 from typing import Any
@@ -14,18 +15,15 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from audit import services as audit_services
-from audit.models import InvocationOrigin, ToolInvocation
-from audit.permissions import recording_denials
+from audit.models import ToolInvocation
 from audit.selectors import turn_list
-from campaigns import services as campaign_services
+from audit.services.agent import agent_call
 from campaigns.selectors import turn_get
 from core.api.base import ApiListView, ApiView, ResultsPagination, StrictSerializer, client_ip
 from core.api.errors import RefusedSerializer, error_responses
 from gm.services import turn_cancel, turn_retry, turn_submit
 from web.api.audit import serializers as audit_s
-from web.api.audit.permissions import authorize_tool_call
 from web.api.audit.views import RevertActionView, RevertPlanView, revert_action_schema
-from web.api.permissions import require_member
 from web.api.serializers import TurnCreateInput, TurnSerializer
 from web.shared import validated, visible_campaign
 
@@ -61,8 +59,9 @@ class TurnCancelView(ApiView):
     def post(self, request: Request, campaign_id: Any, turn_id: int) -> Response:
         visible_campaign(request, campaign_id)
         validated(NoInput, request.data)
-        with recording_denials(user=request.user, ip=client_ip(request)):
-            turn = turn_cancel(campaign_id=campaign_id, turn_id=turn_id, user=request.user)
+        turn = turn_cancel(
+            campaign_id=campaign_id, turn_id=turn_id, user=request.user, ip=client_ip(request)
+        )
         return Response(_turn_body(request, campaign_id, turn.pk))
 
 
@@ -82,8 +81,9 @@ class TurnRetryView(ApiView):
     def post(self, request: Request, campaign_id: Any, turn_id: int) -> Response:
         visible_campaign(request, campaign_id)
         validated(NoInput, request.data)
-        with recording_denials(user=request.user, ip=client_ip(request)):
-            turn = turn_retry(campaign_id=campaign_id, turn_id=turn_id, user=request.user)
+        turn = turn_retry(
+            campaign_id=campaign_id, turn_id=turn_id, user=request.user, ip=client_ip(request)
+        )
         return Response(_turn_body(request, campaign_id, turn.pk))
 
 
@@ -113,11 +113,14 @@ class TurnListView(ApiListView):
     )
     def post(self, request: Request, campaign_id: Any) -> Response:
         campaign = visible_campaign(request, campaign_id)
-        with recording_denials(user=request.user, ip=client_ip(request)):
-            require_member(campaign=campaign, user=request.user, action="turn_create")
         data = validated(TurnCreateInput, request.data)
-        create = turn_submit if data["run_gm"] else campaign_services.turn_create
-        turn = create(campaign=campaign, actor=request.user, message=data["message"])
+        turn = turn_submit(
+            campaign=campaign,
+            actor=request.user,
+            message=data["message"],
+            run_gm=data["run_gm"],
+            ip=client_ip(request),
+        )
         return Response(
             TurnSerializer(turn_list(campaign=campaign).get(pk=turn.pk)).data,
             status=status.HTTP_201_CREATED,
@@ -154,20 +157,17 @@ class ToolCallView(ApiView):
         },
     )
     def post(self, request: Request, campaign_id: Any, turn_id: int) -> Response:
-        campaign = visible_campaign(request, campaign_id)
-        turn = turn_get(campaign=campaign, turn_id=turn_id)
-        with recording_denials(user=request.user, ip=client_ip(request)):
-            authorize_tool_call(user=request.user, campaign=campaign, turn=turn)
+        # A stranger's campaign and another campaign's turn are 404 before the body is read;
+        # the service resolves both again, for every surface, and decides the rest.
+        turn_get(campaign=visible_campaign(request, campaign_id), turn_id=turn_id)
         data = validated(audit_s.ToolCallInput, request.data)
-        row = audit_services.invocation_dispatch(
-            campaign=campaign,
-            actor=turn.actor,
+        row = agent_call(
+            campaign_id=campaign_id,
+            turn_id=turn_id,
+            by=request.user,
             tool_name=data["tool"],
             input=data["input"],
-            turn=turn,
             model=data["model"],
-            source=InvocationOrigin.API,
-            requested_by=request.user,
             ip=client_ip(request),
         )
         body = {"invocation": row.pk, "status": row.status, "result": row.result}

@@ -2,8 +2,8 @@
 are `web.api.turns`).
 
 Every path under a campaign first resolves the campaign with `campaign_get_visible`, so a
-non-member gets 404 before anything else is looked at; role checks come after and their
-refusals (403) are written to the security log by `recording_denials`.
+non-member gets 404 before anything else is looked at. Who may is the service's to decide, with
+the caller and their address: its refusal (403) is written to the security log there.
 """
 
 from collections.abc import Callable
@@ -14,14 +14,9 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from audit.permissions import recording_denials
 from campaigns import services
-from campaigns.models import ApprovalPolicyChange, Campaign, Creature
-from campaigns.selectors import (
-    campaign_list_for_member,
-    campaign_state_at_seq,
-    creature_get,
-)
+from campaigns.models import ApprovalPolicyChange, Campaign
+from campaigns.selectors import campaign_list_for_member, campaign_state_at_seq, creature_get
 from campaigns.visibility import sight_of
 from core.api.base import (
     ApiListView,
@@ -32,7 +27,6 @@ from core.api.base import (
 )
 from core.api.errors import error_responses
 from web.api import serializers as s
-from web.api.permissions import require_may_create_creature, require_owner
 from web.shared import validated, visible_campaign
 
 
@@ -84,14 +78,13 @@ class CampaignDetailView(ApiView):
     )
     def patch(self, request: Request, campaign_id: Any) -> Response:
         campaign = visible_campaign(request, campaign_id)
-        with recording_denials(user=request.user, ip=client_ip(request)):
-            require_owner(campaign=campaign, user=request.user, action="campaign_set_policy")
         data = validated(s.CampaignUpdateInput, request.data)
         services.campaign_set_approval_policy(
             campaign=campaign,
             by=request.user,
             policy=data["approval_policy"],
             via=ApprovalPolicyChange.Via.API,
+            ip=client_ip(request),
         )
         return Response(s.CampaignSerializer(campaign).data)
 
@@ -113,31 +106,30 @@ class CampaignStateView(ApiView):
 
 
 class OwnerCreateView(ApiView):
-    """The owner adds one thing to the campaign's world, in one shape: the owner check (a
-    refusal is recorded), the row the path names (404 before the body is read), the body
-    validated, one service, the new row rendered with 201. A subclass names the service, its
-    input and output serializers, and overrides `parent` when the path names more than the
-    campaign."""
+    """The owner adds one thing to the campaign's world, in one shape: the campaign and the row
+    the path names (404 before the body is read), the body validated, one service given the
+    caller (which checks that they own the campaign, recording a refusal), the new row rendered
+    with 201. A subclass names the service, its input and output serializers, and overrides
+    `parent` when the path names more than the campaign."""
 
-    service: Callable[..., Any]  # `<entity>_<action>`: its name is what a denial records
+    service: Callable[..., Any]  # `<entity>_<action>`
     input_serializer: type[serializers.Serializer]
     output_serializer: type[serializers.Serializer]
 
-    def parent(self, campaign: Campaign, **path: Any) -> Any:
-        """What the new row belongs to, as the service's keyword argument: the campaign."""
-        return {"campaign": campaign}
+    def parent(self, campaign: Campaign, **path: Any) -> dict[str, Any]:
+        """What else the path names, as the service's keyword arguments: nothing."""
+        return {}
 
     def render(self, row: Any, data: dict[str, Any]) -> Any:
         return self.output_serializer(row).data
 
     def post(self, request: Request, campaign_id: Any, **path: Any) -> Response:
         campaign = visible_campaign(request, campaign_id)
-        action = self.service.__name__
-        with recording_denials(user=request.user, ip=client_ip(request)):
-            require_owner(campaign=campaign, user=request.user, action=action)
         parent = self.parent(campaign, **path)
         data = validated(self.input_serializer, request.data)
-        row = self.service(**parent, **data)
+        row = self.service(
+            campaign=campaign, by=request.user, ip=client_ip(request), **parent, **data
+        )
         return Response(self.render(row, data), status=status.HTTP_201_CREATED)
 
 
@@ -183,16 +175,9 @@ class CreatureCreateView(ApiView):
     def post(self, request: Request, campaign_id: Any) -> Response:
         campaign = visible_campaign(request, campaign_id)
         data = validated(s.CreatureCreateInput, request.data)
-        if request.user.pk != campaign.owner_id and data["kind"] == Creature.Kind.PC:
-            data.setdefault("controlled_by", request.user)
-        with recording_denials(user=request.user, ip=client_ip(request)):
-            require_may_create_creature(
-                campaign=campaign,
-                user=request.user,
-                kind=data["kind"],
-                controlled_by=data.get("controlled_by"),
-            )
-        creature = services.creature_create(campaign=campaign, **data)
+        creature = services.creature_create(
+            campaign=campaign, by=request.user, ip=client_ip(request), **data
+        )
         return Response(s.CreatureSerializer(creature).data, status=status.HTTP_201_CREATED)
 
 
@@ -204,7 +189,7 @@ class ResourceCreateView(OwnerCreateView):
     input_serializer = s.ResourceCreateInput
     output_serializer = s.ResourceSerializer
 
-    def parent(self, campaign: Campaign, *, creature_id: Any) -> Any:
+    def parent(self, campaign: Campaign, *, creature_id: Any) -> dict[str, Any]:
         return {"creature": creature_get(campaign=campaign, creature_id=creature_id)}
 
 

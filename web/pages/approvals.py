@@ -1,12 +1,12 @@
 """The campaign page's approval card (docs/architecture.md#human-in-the-loop): the calls of this
 table that wait for a person, drawn by the server for the person looking — the diff, and
-Approve/Reject for those the one rule lets answer (`audit.permissions.may_approve`,
-`may_reject`), a waiting note for everyone else. The page's script (`static/js/table/approval.js`)
-swaps the fragment in on load and whenever an `approval_requested` or `approval_resolved` event
-arrives; its buttons post to the REST API's approve/reject, with the session and the CSRF token,
-like the rest of the page. A player reads a held call that tells of a creature the fog hides only
-as something happening in the fog, without its diff (`campaigns.visibility`, as the
-`approval_requested` event tells it)."""
+Approve/Reject for those the one rule lets answer (`Rights.approves`, `Rights.rejects`, through
+`audit.selectors.viewer_rights`), a waiting note for everyone else. The page's script
+(`static/js/table/approval.js`) swaps the fragment in on load and whenever an
+`approval_requested` or `approval_resolved` event arrives; its buttons post to the REST API's
+approve/reject, with the session and the CSRF token, like the rest of the page. A player reads a
+held call that tells of a creature the fog hides only as something happening in the fog, without
+its diff (`campaigns.visibility`, as the `approval_requested` event tells it)."""
 
 from typing import Any
 
@@ -16,7 +16,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from audit.models import ToolInvocation
-from audit.permissions import may_approve, may_reject
+from audit.selectors import Rights, viewer_rights
 from audit.services.dispatch import approval_deadline
 from campaigns.models import Campaign
 from campaigns.selectors import creature_names_in
@@ -30,12 +30,13 @@ from web.pages.views import member_campaign
 @require_GET
 def campaign_approvals(request: HttpRequest, campaign_id: Any) -> HttpResponse:
     campaign = member_campaign(request, campaign_id)
-    cards = approval_cards(campaign=campaign, user=request.user)
+    rights = viewer_rights(campaign=campaign, user=request.user)
+    cards = approval_cards(campaign=campaign, rights=rights)
     return render(request, "campaigns/_approval.html", {"approvals": cards, "campaign": campaign})
 
 
-def approval_cards(*, campaign: Campaign, user: Any) -> list[dict[str, Any]]:
-    """The held calls, oldest first, as the card shows them to `user`."""
+def approval_cards(*, campaign: Campaign, rights: Rights) -> list[dict[str, Any]]:
+    """The held calls, oldest first, as the card shows them to the person `rights` are of."""
     held = (
         ToolInvocation.objects.filter(
             campaign=campaign, status=ToolInvocation.Status.AWAITING_APPROVAL
@@ -45,14 +46,12 @@ def approval_cards(*, campaign: Campaign, user: Any) -> list[dict[str, Any]]:
     )
     if not held:
         return []
-    fog = players_fog(campaign=campaign, user=user, rows=[{"input": r.input} for r in held])
+    fog = players_fog(campaign=campaign, rights=rights, rows=[{"input": r.input} for r in held])
     names = names_seen(creature_names_in(campaign_ids=[campaign.pk]), fog)
-    return [_card(row, campaign, user, names, fog) for row in held]
+    return [_card(row, rights, names, fog) for row in held]
 
 
-def _card(
-    row: ToolInvocation, campaign: Campaign, user: Any, names: dict, fog: Fog | None
-) -> dict[str, Any]:
+def _card(row: ToolInvocation, rights: Rights, names: dict, fog: Fog | None) -> dict[str, Any]:
     preview = row.preview or {}
     diff = preview.get("diff", [])
     hidden = fog is not None and held_call_hidden(row.input, diff, fog)
@@ -65,9 +64,9 @@ def _card(
         "reason": preview.get("reason", ""),
         "diff": [] if hidden else [_change(d, names) for d in diff],
         "expires_at": approval_deadline(row),
-        "may_approve": may_approve(user=user, campaign=campaign, actor_id=row.user_id),
-        "may_reject": may_reject(user=user, campaign=campaign, actor_id=row.user_id),
-        "own": user.pk == row.user_id,
+        "may_approve": rights.approves(row.user_id),
+        "may_reject": rights.rejects(row.user_id),
+        "own": rights.user.pk == row.user_id,
     }
 
 

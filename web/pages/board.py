@@ -13,9 +13,9 @@ import math
 from collections import defaultdict
 from typing import Any
 
+from audit.selectors import Rights
 from campaigns.models import Campaign
 from campaigns.visibility import UNSEEN, fog_of_state
-from web.api.permissions import may_move_token
 
 ROSTERS = (("party", "pc", "Party"), ("foes", "monster", "Foes"), ("others", "npc", "Others"))
 
@@ -136,11 +136,11 @@ def initials(name: str) -> str:
     return "".join(word[0].upper() for word in name.split()[:2])
 
 
-def battle_map(state: dict[str, Any], *, user_id: Any, gm: bool) -> dict[str, Any]:
+def battle_map(state: dict[str, Any], *, rights: Rights) -> dict[str, Any]:
     """The SVG map for one person, from the dump as they see it: the grid (sized to what they
     see), fog, and a token per creature with its HP ring, the active combatant marked, whether
-    this person may drag it (`may_move_token`, the API's rule) and, on the GM's map, whether
-    the fog hides it from the players."""
+    this person may drag it (`Rights.moves`, the rule the move enforces) and, on the GM's map,
+    whether the fog hides it from the players."""
     fog = fog_of_state(state)
     xs = [c["x"] for c in state["creatures"]] + [f["x"] for f in state["fog"]]
     ys = [c["y"] for c in state["creatures"]] + [f["y"] for f in state["fog"]]
@@ -150,7 +150,7 @@ def battle_map(state: dict[str, Any], *, user_id: Any, gm: bool) -> dict[str, An
     order = encounter["order"] if encounter else []
     turn = encounter["turn_index"] if encounter else -1
     active = order[turn]["creature_id"] if 0 <= turn < len(order) else None
-    tokens = [_token(c, fog.hidden, active, user_id=user_id, gm=gm) for c in state["creatures"]]
+    tokens = [_token(c, fog.hidden, active, rights=rights) for c in state["creatures"]]
     return {
         "cell": CELL,
         "cols": cols,
@@ -164,11 +164,9 @@ def battle_map(state: dict[str, Any], *, user_id: Any, gm: bool) -> dict[str, An
 
 
 def _token(
-    c: dict[str, Any], hidden: frozenset[int], active: Any, *, user_id: Any, gm: bool
+    c: dict[str, Any], hidden: frozenset[int], active: Any, *, rights: Rights
 ) -> dict[str, Any]:
-    movable = may_move_token(
-        kind=c["kind"], controlled_by_id=c["controlled_by_id"], user_id=user_id, gm=gm
-    )
+    movable = rights.moves(kind=c["kind"], controlled_by_id=c["controlled_by_id"])
     in_fog = c["id"] in hidden
     classes = ["map-token", f"kind-{c['kind']}", f"band-{hp_band(c['hp'], c['max_hp'])}"]
     classes += [name for name, on in (("movable", movable), ("active", c["id"] == active)) if on]
@@ -177,7 +175,7 @@ def _token(
     label = [f"{c['name']} at {c['x']},{c['y']}, HP {c['hp']} of {c['max_hp']}"]
     if c["id"] == active:
         label.append("acting now")
-    if c["kind"] == "pc" and c["controlled_by_id"] == user_id:
+    if c["kind"] == "pc" and c["controlled_by_id"] == rights.user.pk:
         label.append("your character")
     if in_fog:
         label.append("hidden from the players by fog")

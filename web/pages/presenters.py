@@ -14,8 +14,7 @@ from typing import Any
 from django.utils import timezone
 
 from audit.models import InvocationOrigin, SkipReason, ToolInvocation
-from audit.permissions import may_revert
-from audit.selectors import later_turn_actors, logged_calls, turn_feed
+from audit.selectors import Rights, later_turn_actors, logged_calls, turn_feed
 from audit.services.revert import turn_undo_plan
 from campaigns.models import Campaign, ChatMessage, Creature, DiceRoll, Turn
 from campaigns.selectors import (
@@ -36,7 +35,6 @@ from campaigns.visibility import (
     Sight,
     fog_read,
     placed_cell,
-    sight_of,
     state_seen,
 )
 from gm.services import STOPPABLE
@@ -198,7 +196,7 @@ class TurnCard:
         return self.reverted and asked and not self.retried and self.undoable
 
 
-def feed(*, campaign: Campaign, user: Any, turn_id: Any = None) -> list[TurnCard]:
+def feed(*, campaign: Campaign, rights: Rights, turn_id: Any = None) -> list[TurnCard]:
     """The last turns with their visible messages and tool calls, oldest first. The most
     recent GM turn is flagged; undone turns stay as a note of who undid them and why.
 
@@ -208,10 +206,11 @@ def feed(*, campaign: Campaign, user: Any, turn_id: Any = None) -> list[TurnCard
     with one_snapshot():
         turns, messages, rows = turn_feed(campaign=campaign, limit=FEED_TURNS, turn_id=turn_id)
         rolls = turn_rolls(campaign=campaign, turn_ids=[t.pk for t in turns])
-        fog = players_fog(campaign=campaign, user=user, rows=[r for t in rows.values() for r in t])
+        fog = players_fog(
+            campaign=campaign, rights=rights, rows=[r for t in rows.values() for r in t]
+        )
         names = names_seen(creature_names(campaign=campaign), fog)
-        can_revert_any = may_revert(user=user, campaign=campaign, actor_id=None)
-        onwards, last = _undo_from_here(campaign=campaign, user=user, turns=turns)
+        onwards, last = _undo_from_here(campaign=campaign, rights=rights, turns=turns)
     views = [
         TurnCard(
             id=t.pk,
@@ -221,7 +220,7 @@ def feed(*, campaign: Campaign, user: Any, turn_id: Any = None) -> list[TurnCard
             messages=messages[t.pk],
             rolls=[roll_card(roll) for roll in rolls[t.pk]],
             calls=[_tool_call(row, names, fog) for row in rows[t.pk]],
-            undoable=can_revert_any or t.actor_id == user.pk,
+            undoable=rights.reverts(t.actor_id),
             reverted=t.reverted_at is not None,
             reverted_by=t.reverted_by.get_username() if t.reverted_by else "",
             revert_reason=t.revert_reason,
@@ -241,31 +240,28 @@ def feed(*, campaign: Campaign, user: Any, turn_id: Any = None) -> list[TurnCard
 
 
 def _undo_from_here(
-    *, campaign: Campaign, user: Any, turns: list[Turn]
+    *, campaign: Campaign, rights: Rights, turns: list[Turn]
 ) -> tuple[set[int], int | None]:
     """The turns shown from which this user may undo onwards (each not yet undone whose actor
-    and every later turn's the one policy, `may_revert`, lets the user revert), and the last
+    and every later turn's the one policy, `Rights.reverts`, lets the user revert), and the last
     turn not undone, which offers its own Undo instead. One query for the feed or one turn."""
     live = [t for t in turns if t.reverted_at is None]
     if not live:
         return set(), None
     rows = later_turn_actors(campaign=campaign, since=live[0])
-    allowed: dict[int, bool] = {}
     result: set[int] = set()
     every_later = True
     for pk, actor_id in reversed(rows):
-        if actor_id not in allowed:
-            allowed[actor_id] = may_revert(user=user, campaign=campaign, actor_id=actor_id)
-        every_later = every_later and allowed[actor_id]
+        every_later = every_later and rights.reverts(actor_id)
         if every_later:
             result.add(pk)
     return result, rows[-1][0]
 
 
-def timeline(*, campaign: Campaign, user: Any) -> list[TurnCard | RollCard]:
+def timeline(*, campaign: Campaign, rights: Rights) -> list[TurnCard | RollCard]:
     """The whole feed, oldest first: the last turns, and the rolls players made between and
     after them (the last FEED_ROLLS, none older than the oldest turn shown when turns were cut)."""
-    turns = feed(campaign=campaign, user=user)
+    turns = feed(campaign=campaign, rights=rights)
     rolls = [roll_card(r) for r in rolls_outside_turns(campaign=campaign, limit=FEED_ROLLS)]
     if len(turns) == FEED_TURNS:
         rolls = [r for r in rolls if r.created_at >= turns[0].created_at]
@@ -277,10 +273,10 @@ def roll_entry(*, campaign: Campaign, roll_id: int) -> RollCard:
     return roll_card(roll_get(campaign=campaign, roll_id=roll_id))
 
 
-def players_fog(*, campaign: Campaign, user: Any, rows: list[dict[str, Any]]) -> Fog | None:
+def players_fog(*, campaign: Campaign, rights: Rights, rows: list[dict[str, Any]]) -> Fog | None:
     """The fog a player reads the logged calls `rows` through — every creature of the campaign
     and the cells the calls put creatures on, one query — or None for the GM, who reads all."""
-    if sight_of(campaign=campaign, user=user) is Sight.GM:
+    if rights.sight is Sight.GM:
         return None
     cells = {cell for row in rows if (cell := placed_cell(row.get("input"))) is not None}
     return fog_read(campaign_id=campaign.pk, cells=cells)
@@ -317,36 +313,35 @@ def event_seq(campaign: Campaign) -> int:
     return campaign_event_seq(campaign_id=campaign.pk)
 
 
-def table(*, campaign: Campaign, user: Any) -> dict[str, Any]:
+def table(*, campaign: Campaign, rights: Rights) -> dict[str, Any]:
     """Everything the campaign page draws, and the data its script starts from: the event
     number the page reflects (read first, so an event after it is never missed)."""
-    context = board_parts(campaign=campaign, user=user)
+    context = board_parts(campaign=campaign, rights=rights)
     return {
         **context,
-        "feed": timeline(campaign=campaign, user=user),
+        "feed": timeline(campaign=campaign, rights=rights),
         "script_data": {
             "campaign": str(campaign.pk),
-            "me": user.get_username(),
+            "me": rights.user.get_username(),
             "seq": context["seq"],
         },
     }
 
 
-def board_parts(*, campaign: Campaign, user: Any) -> dict[str, Any]:
+def board_parts(*, campaign: Campaign, rights: Rights) -> dict[str, Any]:
     """The board as this user sees it (scene, map, combat, rosters, the forms' choices), and
     the number of the last event it reflects: the page draws it, and so does the fragment the
     script swaps in after an event (`/campaigns/{id}/board/`), with the same templates."""
     seq = event_seq(campaign)
-    sight = sight_of(campaign=campaign, user=user)
-    state = state_seen(campaign_state(campaign), sight)
+    state = state_seen(campaign_state(campaign), rights.sight)
     people = campaign_member_names(campaign=campaign)
-    setup_context = setup(campaign=campaign, user=user, state=state)
+    setup_context = setup(campaign=campaign, rights=rights, state=state)
     return {
         "campaign": campaign,
         "seq": seq,
         "board": {
             **boards.board(state, people),
-            "map": boards.battle_map(state, user_id=user.pk, gm=sight is Sight.GM),
+            "map": boards.battle_map(state, rights=rights),
         },
         "setup": setup_context,
     }
@@ -365,11 +360,11 @@ class InviteCard:
         return f"{self.uses} of {self.max_uses}" if self.max_uses else f"{self.uses} (no limit)"
 
 
-def setup(*, campaign: Campaign, user: Any, state: dict[str, Any]) -> dict[str, Any]:
+def setup(*, campaign: Campaign, rights: Rights, state: dict[str, Any]) -> dict[str, Any]:
     """What the set-up and GM's-hand panels offer this user: the owner sets the table up and
     invites, the owner and co-GMs have the GM's hand, every member may add their own character.
     `errors` ({form: message}) and `new_invite_url` are filled in by a form's answer."""
-    is_owner = user.pk == campaign.owner_id
+    is_owner = rights.owner
     members = campaign_members(campaign=campaign) if is_owner else []
     now = timezone.now()
     invites = [
@@ -378,7 +373,7 @@ def setup(*, campaign: Campaign, user: Any, state: dict[str, Any]) -> dict[str, 
     ]
     return {
         "is_owner": is_owner,
-        "is_gm": may_revert(user=user, campaign=campaign, actor_id=None),
+        "is_gm": rights.gm,
         "members": members,
         "invites": invites,
         "kinds": Creature.Kind.choices,
@@ -406,18 +401,18 @@ SKIPS = {
 
 
 def undo_plan(
-    *, campaign: Campaign, user: Any, turn_id: int, cascade: bool, ip: str | None
+    *, campaign: Campaign, rights: Rights, turn_id: int, cascade: bool, ip: str | None
 ) -> dict[str, Any]:
     """The undo dialog's content for a turn (and, with `cascade`, every later call that depends
     on it): each change once, in plain words, and the fields it puts back, before → after. The
     plan service decides and authorises (a Forbidden or NotFound propagates)."""
     plan = turn_undo_plan(
-        campaign_id=campaign.pk, user=user, turn_id=turn_id, cascade=cascade, ip=ip
+        campaign_id=campaign.pk, user=rights.user, turn_id=turn_id, cascade=cascade, ip=ip
     )
-    turns = feed(campaign=campaign, user=user, turn_id=turn_id)
+    turns = feed(campaign=campaign, rights=rights, turn_id=turn_id)
     ids = [c["id"] for c in plan["invocations"] + plan["conflicting_invocations"]]
     rows = logged_calls(campaign=campaign, ids=ids)
-    fog = players_fog(campaign=campaign, user=user, rows=list(rows.values()))
+    fog = players_fog(campaign=campaign, rights=rights, rows=list(rows.values()))
     names = names_seen(creature_names(campaign=campaign), fog)
 
     def change(call: dict[str, Any]) -> PlannedChange:

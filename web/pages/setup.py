@@ -2,11 +2,12 @@
 campaign page's forms.
 
 Each form posts here with the session and its CSRF token, and is validated by the API's own
-input serializers and handled by the API's services, so a form and the REST API accept, refuse
-and word their refusals alike (the message is the API's `detail`, made by the API's error
-handler). A plain POST answers with a redirect back to the page (or the page again with the
-form's error); the page's script posts the same forms with `Accept: application/json` and gets
-the API's status and body instead. Either way, what changed reaches every open page as events.
+input serializers and handled by the API's services (which decide who may, and record a
+refusal), so a form and the REST API accept, refuse and word their refusals alike (the message
+is the API's `detail`, made by the API's error handler). A plain POST answers with a redirect
+back to the page (or the page again with the form's error); the page's script posts the same
+forms with `Accept: application/json` and gets the API's status and body instead. Either way,
+what changed reaches every open page as events.
 """
 
 from collections.abc import Callable
@@ -20,16 +21,15 @@ from django.views.decorators.http import require_http_methods, require_POST
 from rest_framework import exceptions
 
 from audit.models import ToolInvocation
-from audit.permissions import recording_denials
+from audit.selectors import viewer_rights
 from audit.services.hand import hand_call
 from campaigns import services
-from campaigns.models import Campaign, Creature
+from campaigns.models import Campaign
 from campaigns.selectors import creature_get, invite_get_usable
 from core.api.base import client_ip
 from core.api.errors import exception_handler
 from core.errors import AppError, InvalidInput
 from web.api import serializers as s
-from web.api.permissions import require_gm, require_may_create_creature, require_owner
 from web.negotiation import wants_json
 from web.pages import presenters
 from web.pages.forms import HandInput, InviteCreateInput, as_json, posted_fields
@@ -51,19 +51,20 @@ def _answer(
     script's refusal is the API's, answered by `web.middleware`."""
     campaign = member_campaign(request, campaign_id)
     try:
-        with recording_denials(user=request.user, ip=client_ip(request)):
-            body = action(request, campaign, posted_fields(request), **path)
+        body = action(request, campaign, posted_fields(request), **path)
     except (AppError, exceptions.ValidationError) as exc:
         if wants_json(request):
             raise
         refusal = exception_handler(exc, {})
-        context = presenters.table(campaign=campaign, user=request.user)
+        rights = viewer_rights(campaign=campaign, user=request.user)
+        context = presenters.table(campaign=campaign, rights=rights)
         context["setup"]["errors"] = {form: refusal.data["detail"]}
         return render(request, "campaigns/detail.html", context, status=refusal.status_code)
     if wants_json(request):
         return JsonResponse(body, status=201)
     if "invite_url" in body:  # shown once: the page itself, not a redirect that would lose it
-        context = presenters.table(campaign=campaign, user=request.user)
+        rights = viewer_rights(campaign=campaign, user=request.user)
+        context = presenters.table(campaign=campaign, rights=rights)
         context["setup"]["new_invite_url"] = body["invite_url"]
         return render(request, "campaigns/detail.html", context, status=201)
     return redirect(reverse("campaign_detail", args=[campaign.pk]) + f"#{form}")
@@ -80,8 +81,10 @@ def _form_view(form: str, action: Action) -> Callable[..., HttpResponse]:
 
 
 def _member_add(request: HttpRequest, campaign: Campaign, data: dict[str, Any]) -> dict[str, Any]:
-    require_owner(campaign=campaign, user=request.user, action="membership_add")
-    membership = services.membership_add(campaign=campaign, **valid(s.MemberAddInput, data))
+    data = valid(s.MemberAddInput, data)
+    membership = services.membership_add(
+        campaign=campaign, by=request.user, ip=client_ip(request), **data
+    )
     return {"username": membership.user.get_username(), "role": membership.role}
 
 
@@ -89,21 +92,17 @@ def _creature_add(request: HttpRequest, campaign: Campaign, data: dict[str, Any]
     """As `POST /api/campaigns/{id}/creatures/`: the owner adds anything, a player only their
     own player character (which is theirs without saying so)."""
     data = valid(s.CreatureCreateInput, data)
-    if request.user.pk != campaign.owner_id and data["kind"] == Creature.Kind.PC:
-        data.setdefault("controlled_by", request.user)
-    require_may_create_creature(
-        campaign=campaign,
-        user=request.user,
-        kind=data["kind"],
-        controlled_by=data.get("controlled_by"),
+    creature = services.creature_create(
+        campaign=campaign, by=request.user, ip=client_ip(request), **data
     )
-    return {"id": services.creature_create(campaign=campaign, **data).pk}
+    return {"id": creature.pk}
 
 
 def _owner_create(service: Callable[..., Any], input_serializer: type) -> Action:
     def create(request: HttpRequest, campaign: Campaign, data: dict[str, Any]) -> dict:
-        require_owner(campaign=campaign, user=request.user, action=service.__name__)
-        return {"id": service(campaign=campaign, **valid(input_serializer, data)).pk}
+        data = valid(input_serializer, data)
+        row = service(campaign=campaign, by=request.user, ip=client_ip(request), **data)
+        return {"id": row.pk}
 
     return create
 
@@ -111,20 +110,25 @@ def _owner_create(service: Callable[..., Any], input_serializer: type) -> Action
 def _resource_add(request: HttpRequest, campaign: Campaign, data: dict[str, Any]) -> dict:
     """As `POST …/creatures/{cid}/resources/`; the API names the creature in its path, the
     page's form picks it in a field."""
-    require_owner(campaign=campaign, user=request.user, action="resource_create")
     creature = creature_get(campaign=campaign, creature_id=data.pop("creature_id", None))
-    resource = services.resource_create(creature=creature, **valid(s.ResourceCreateInput, data))
+    resource = services.resource_create(
+        campaign=campaign,
+        creature=creature,
+        by=request.user,
+        ip=client_ip(request),
+        **valid(s.ResourceCreateInput, data),
+    )
     return {"id": resource.pk}
 
 
 def _invite_create(request: HttpRequest, campaign: Campaign, data: dict[str, Any]) -> dict:
-    require_owner(campaign=campaign, user=request.user, action="invite_create")
     data = valid(InviteCreateInput, data)
     invite, token = services.invite_create(
         campaign=campaign,
-        created_by=request.user,
         expires_in=timedelta(hours=data["expires_in_hours"]),
         max_uses=data.get("max_uses"),
+        by=request.user,
+        ip=client_ip(request),
     )
     url = request.build_absolute_uri(reverse("invite_accept", args=[token]))
     return {"id": invite.pk, "invite_url": url}
@@ -133,21 +137,22 @@ def _invite_create(request: HttpRequest, campaign: Campaign, data: dict[str, Any
 def _invite_revoke(
     request: HttpRequest, campaign: Campaign, data: dict[str, Any], invite_id: int
 ) -> dict:
-    require_owner(campaign=campaign, user=request.user, action="invite_revoke")
-    invite = services.invite_revoke(campaign=campaign, invite_id=invite_id)
+    invite = services.invite_revoke(
+        campaign=campaign, invite_id=invite_id, by=request.user, ip=client_ip(request)
+    )
     return {"id": invite.pk, "revoked": True}
 
 
 def _hand(request: HttpRequest, campaign: Campaign, data: dict[str, Any]) -> dict[str, Any]:
     """A tool call by the owner's or a co-GM's own hand; its input comes from the form's fields
     as the tool's schema types them."""
-    require_gm(campaign=campaign, user=request.user, action="hand_call")
     tool_name = validated(HandInput, {"tool": data.pop("tool", "")})["tool"]
     row = hand_call(
         campaign=campaign,
-        gm=request.user,
         tool_name=tool_name,
         input=HandInput.tool_input(tool_name, data),
+        by=request.user,
+        ip=client_ip(request),
     )
     if row.status != ToolInvocation.Status.COMMITTED:
         raise InvalidInput(row.error)

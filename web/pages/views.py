@@ -20,7 +20,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from rest_framework import exceptions
 
-from audit.permissions import recording_denials
+from audit.selectors import viewer_rights
 from campaigns.models import ApprovalPolicyChange, Campaign
 from campaigns.selectors import campaign_get_for_member, campaign_list_for_member, one_snapshot
 from campaigns.services import campaign_create, campaign_set_approval_policy
@@ -28,7 +28,6 @@ from core.api.base import client_ip
 from core.errors import Forbidden, NotFound
 from web.accounts import ExpiringTokenAuthentication, SignupRateThrottle, too_many
 from web.api import serializers as s
-from web.api.permissions import require_owner
 from web.negotiation import wants_json
 from web.pages import presenters
 from web.pages.forms import ApprovalPolicyForm, CampaignForm, posted_fields, refused
@@ -107,8 +106,9 @@ def campaign_list(request: HttpRequest) -> HttpResponse:
 @require_GET
 def campaign_detail(request: HttpRequest, campaign_id: Any) -> HttpResponse:
     campaign = member_campaign(request, campaign_id)
-    context = presenters.table(campaign=campaign, user=request.user)
-    if campaign.owner_id == request.user.pk:
+    rights = viewer_rights(campaign=campaign, user=request.user)
+    context = presenters.table(campaign=campaign, rights=rights)
+    if rights.owner:
         policy = {"approval_policy": campaign.approval_policy}
         context["policy_form"] = ApprovalPolicyForm(initial=policy)
     return render(request, "campaigns/detail.html", context)
@@ -121,14 +121,13 @@ def campaign_policy(request: HttpRequest, campaign_id: Any) -> HttpResponse:
     `PATCH /api/campaigns/{id}/`: the same check and input serializer, so the same refusals
     (`web.middleware` answers them: a page for people, the API's JSON for a script)."""
     campaign = member_campaign(request, campaign_id)
-    with recording_denials(user=request.user, ip=client_ip(request)):
-        require_owner(campaign=campaign, user=request.user, action="campaign_set_policy")
     data = validated(s.CampaignUpdateInput, posted_fields(request))
     campaign_set_approval_policy(
         campaign=campaign,
         by=request.user,
         policy=data["approval_policy"],
         via=ApprovalPolicyChange.Via.PAGE,
+        ip=client_ip(request),
     )
     return redirect("campaign_detail", campaign_id=campaign.pk)
 
@@ -140,7 +139,8 @@ def campaign_board(request: HttpRequest, campaign_id: Any) -> HttpResponse:
     the same templates as the page, with the number of the last event they reflect: the script
     swaps them in when an event says the world changed, and after a gap in the event stream."""
     campaign = member_campaign(request, campaign_id)
-    context = presenters.board_parts(campaign=campaign, user=request.user)
+    rights = viewer_rights(campaign=campaign, user=request.user)
+    context = presenters.board_parts(campaign=campaign, rights=rights)
     return render(request, "campaigns/_board.html", context)
 
 
@@ -151,17 +151,18 @@ def campaign_feed(request: HttpRequest, campaign_id: Any) -> HttpResponse:
     in after a turn completes or is undone, draws a roll when it is announced, and reloads the
     whole after a gap in the event stream."""
     campaign = member_campaign(request, campaign_id)
+    rights = viewer_rights(campaign=campaign, user=request.user)
     turn_id, roll_id = request.GET.get("turn"), request.GET.get("roll")
     if roll_id is not None:
         return _roll_fragment(request, campaign, roll_id)
     if turn_id is None:
         with one_snapshot():  # the entries and the number of the last event they reflect
             seq = presenters.event_seq(campaign)
-            entries = presenters.timeline(campaign=campaign, user=request.user)
+            entries = presenters.timeline(campaign=campaign, rights=rights)
         return render(request, "campaigns/_feed.html", {"feed": entries, "seq": seq})
     if not FEED_ID.fullmatch(turn_id):
         raise Http404("No such turn.")
-    turns = presenters.feed(campaign=campaign, user=request.user, turn_id=int(turn_id))
+    turns = presenters.feed(campaign=campaign, rights=rights, turn_id=int(turn_id))
     if not turns:
         raise Http404("No such turn.")
     return render(request, "campaigns/_turn.html", {"turn": turns[0]})
@@ -190,7 +191,7 @@ def campaign_undo_plan(request: HttpRequest, campaign_id: Any) -> HttpResponse:
     try:
         plan = presenters.undo_plan(
             campaign=campaign,
-            user=request.user,
+            rights=viewer_rights(campaign=campaign, user=request.user),
             turn_id=int(turn_id),
             cascade=request.GET.get("cascade") in ("1", "true"),
             ip=client_ip(request),

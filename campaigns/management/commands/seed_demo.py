@@ -139,19 +139,23 @@ class Command(BaseCommand):
         )
 
     def _campaign(self, users: dict[str, Any]) -> Campaign:
-        campaign = campaign_create(owner=users["gm"], name=CAMPAIGN)
+        gm = users["gm"]
+        campaign = campaign_create(owner=gm, name=CAMPAIGN)
         for player in PLAYERS:
             membership_add(
                 campaign=campaign,
+                by=gm,
                 username=player.username,
                 can_revert_any=player.username == "carol",
             )
             self._character(campaign, player, users[player.username])
         for name, kind, hp, (x, y) in MONSTERS:
-            creature_create(campaign=campaign, name=name, kind=kind, hp=hp, max_hp=hp, x=x, y=y)
+            creature_create(
+                campaign=campaign, by=gm, name=name, kind=kind, hp=hp, max_hp=hp, x=x, y=y
+            )
         for title in CHAPTERS:
-            chapter_create(campaign=campaign, title=title)
-        dungeon = dungeon_create(campaign=campaign, name="The Flooded Crypt")
+            chapter_create(campaign=campaign, by=gm, title=title)
+        dungeon = dungeon_create(campaign=campaign, by=gm, name="The Flooded Crypt")
         Campaign.objects.filter(pk=campaign.pk).update(
             active_dungeon=dungeon, scene=SCENE, location="The Drowned Gate"
         )
@@ -162,6 +166,7 @@ class Command(BaseCommand):
         x, y = player.position
         character = creature_create(
             campaign=campaign,
+            by=campaign.owner,
             name=player.character,
             kind=Creature.Kind.PC,
             hp=player.hp,
@@ -172,7 +177,13 @@ class Command(BaseCommand):
         )
         for name, amount, recharge in player.resources:
             resource_create(
-                creature=character, name=name, current=amount, maximum=amount, recharge=recharge
+                campaign=campaign,
+                creature=character,
+                by=campaign.owner,
+                name=name,
+                current=amount,
+                maximum=amount,
+                recharge=recharge,
             )
         InventoryItem.objects.bulk_create(
             InventoryItem(campaign=campaign, creature=character, name=item, quantity=quantity)
