@@ -307,9 +307,10 @@ class WriteTool(Tool):
                 )
 
     def targets(self, ctx: ToolContext, data: dict[str, Any]) -> list[Creature]:
-        """The creatures a call acts on, which a player must control. Every `OWN_CHARACTER`
-        tool says (the system check refuses one that does not); resolving them validates ids."""
-        return []
+        """The creatures a call acts on, which a player must control: by default the one its
+        input names (`creature_id`). An `OWN_CHARACTER` tool whose input names none says which
+        (the system check refuses one that does not); resolving them validates ids."""
+        return [ctx.creature(data["creature_id"])]
 
     def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
         """Keys of the existing entities `apply` will write (the tests hold `apply` to them plus

@@ -29,10 +29,17 @@ def tool_errors(tool: WriteTool) -> list[str]:
         problems.append("has no apply")
     if not isinstance(tool.reach, Reach):
         problems.append("has no reach")
-    elif tool.reach is Reach.OWN_CHARACTER and type(tool).targets is WriteTool.targets:
-        # Without `targets` a player's call would be checked against no creature at all.
+    elif tool.reach is Reach.OWN_CHARACTER and not _names_targets(tool):
         problems.append("lets players call it on their own character but names no targets")
     return problems + _example_errors(tool)
+
+
+def _names_targets(tool: WriteTool) -> bool:
+    """Whether a player's call is checked against creatures: the tool says which (`targets`), or
+    its input must name one (`creature_id`, which the default `targets` reads)."""
+    if type(tool).targets is not WriteTool.targets:
+        return True
+    return "creature_id" in (tool.schema or {}).get("required", ())
 
 
 def _example_errors(tool: WriteTool) -> list[str]:

@@ -7,9 +7,11 @@ who acts (`by`) and decides whether they may with the world's rules (`campaigns.
 before its transaction; a refusal is recorded (from `ip`) and raised as Forbidden.
 """
 
+import functools
 import secrets
+from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
@@ -44,6 +46,7 @@ from campaigns.selectors import campaign_get_for_member, invite_get_usable
 from campaigns.visibility import Sight, sight_of
 from core.errors import Conflict, Forbidden, InvalidInput, NotFound
 
+T = TypeVar("T")
 REVERT_ANY_TURN = "campaigns.revert_any_turn"
 # A creature made without naming its player: a player's own PC is theirs, anything else nobody's.
 UNSAID: Any = object()
@@ -54,6 +57,19 @@ def _as_owner(campaign: Campaign, *, by: Any, ip: str | None, action: str) -> No
     so nothing rolls it back."""
     with recording_denials(user=by, ip=ip):
         require_owner(campaign=campaign, user=by, action=action)
+
+
+def set_up_by_owner(service: Callable[..., T]) -> Callable[..., T]:
+    """A set-up service the owner alone may call: the wrapped service takes `by` (who acts) and
+    `ip` (for the security log) beside its own fields, checks `by` first (`_as_owner`, the
+    refusal named after the service) and only then runs the service's own transaction."""
+
+    @functools.wraps(service)
+    def authorized(*, campaign: Campaign, by: Any, ip: str | None = None, **fields: Any) -> T:
+        _as_owner(campaign, by=by, ip=ip, action=service.__name__)
+        return service(campaign=campaign, **fields)
+
+    return authorized
 
 
 @transaction.atomic
@@ -100,26 +116,19 @@ def _policy_set(
     )
 
 
+@set_up_by_owner
 def membership_add(
-    *,
-    campaign: Campaign,
-    by: Any,
-    username: str,
-    can_revert_any: bool = False,
-    ip: str | None = None,
-) -> Membership:
-    """The owner adds a member by username, or changes whether they hold `revert_any_turn`."""
-    _as_owner(campaign, by=by, ip=ip, action="membership_add")
-    return _membership_add(campaign=campaign, username=username, can_revert_any=can_revert_any)
-
-
-@transaction.atomic
-def _membership_add(
     *, campaign: Campaign, username: str, can_revert_any: bool = False
 ) -> Membership:
+    """The owner adds a member by username, or changes whether they hold `revert_any_turn`."""
     user = get_user_model().objects.filter(username=username).first()
     if user is None:
         raise NotFound(f"No user named {username!r}.")
+    return _membership_set(campaign=campaign, user=user, can_revert_any=can_revert_any)
+
+
+@transaction.atomic
+def _membership_set(*, campaign: Campaign, user: Any, can_revert_any: bool) -> Membership:
     membership, created = Membership.objects.get_or_create(campaign=campaign, user=user)
     if not created and membership.role == Membership.Role.OWNER:
         raise Conflict("The owner is already a member.")
@@ -211,28 +220,14 @@ def _values(row: Any, names: list[str]) -> dict[str, Any]:
     return {name: getattr(row, name) for name in names}
 
 
+@set_up_by_owner
+@transaction.atomic
 def resource_create(
-    *,
-    campaign: Campaign,
-    creature: Creature,
-    by: Any,
-    name: str,
-    current: int,
-    maximum: int,
-    recharge: str,
-    ip: str | None = None,
+    *, campaign: Campaign, creature: Creature, name: str, current: int, maximum: int, recharge: str
 ) -> Resource:
     """The owner gives `creature`, of `campaign`, a resource."""
-    _as_owner(campaign, by=by, ip=ip, action="resource_create")
-    return _resource_create(
-        creature=creature, name=name, current=current, maximum=maximum, recharge=recharge
-    )
-
-
-@transaction.atomic
-def _resource_create(
-    *, creature: Creature, name: str, current: int, maximum: int, recharge: str
-) -> Resource:
+    if creature.campaign_id != campaign.pk:
+        raise NotFound("No such creature in this campaign.")
     if not 0 <= current <= maximum:
         raise InvalidInput("current must be between 0 and maximum.")
     if Resource.objects.filter(creature=creature, name=name).exists():
@@ -250,14 +245,10 @@ def _resource_create(
     return resource
 
 
-def chapter_create(*, campaign: Campaign, by: Any, title: str, ip: str | None = None) -> Chapter:
-    """The owner appends a chapter; the first becomes the current one."""
-    _as_owner(campaign, by=by, ip=ip, action="chapter_create")
-    return _chapter_create(campaign=campaign, title=title)
-
-
+@set_up_by_owner
 @transaction.atomic
-def _chapter_create(*, campaign: Campaign, title: str) -> Chapter:
+def chapter_create(*, campaign: Campaign, title: str) -> Chapter:
+    """The owner appends a chapter; the first becomes the current one."""
     last = campaign.chapters.order_by("-position").values_list("position", flat=True).first()
     chapter = Chapter.objects.create(campaign=campaign, title=title, position=(last or 0) + 1)
     _row_added(campaign.pk, "chapter", _values(chapter, ["id", "title", "position"]))
@@ -269,14 +260,10 @@ def _chapter_create(*, campaign: Campaign, title: str) -> Chapter:
     return chapter
 
 
-def dungeon_create(*, campaign: Campaign, by: Any, name: str, ip: str | None = None) -> Dungeon:
-    """The owner adds a dungeon that `activate_dungeon` can later switch to."""
-    _as_owner(campaign, by=by, ip=ip, action="dungeon_create")
-    return _dungeon_create(campaign=campaign, name=name)
-
-
+@set_up_by_owner
 @transaction.atomic
-def _dungeon_create(*, campaign: Campaign, name: str) -> Dungeon:
+def dungeon_create(*, campaign: Campaign, name: str) -> Dungeon:
+    """The owner adds a dungeon that `activate_dungeon` can later switch to."""
     dungeon = Dungeon.objects.create(campaign=campaign, name=name)
     _row_added(campaign.pk, "dungeon", _values(dungeon, ["id", "name"]))
     return dungeon
@@ -332,7 +319,7 @@ def invite_accept(*, token: str, user: Any) -> Membership:
         return Membership.objects.get(campaign=invite.campaign, user=user)
     invite.uses += 1
     invite.save(update_fields=["uses"])
-    return _membership_add(campaign=invite.campaign, username=user.get_username())
+    return _membership_set(campaign=invite.campaign, user=user, can_revert_any=False)
 
 
 @transaction.atomic

@@ -24,7 +24,6 @@ def not_found(request: Request, path: str = ""):
 
 urlpatterns = [
     path("", include("web.api.urls")),
-    path("", include("web.api.audit.urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     re_path(r"^(?P<path>[\s\S]*)$", not_found),

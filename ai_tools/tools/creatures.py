@@ -78,9 +78,6 @@ class ModifyCreature(WriteTool):
             return f"input: nothing to change; give at least one of {', '.join(self.CHANGES)}."
         return problem
 
-    def targets(self, ctx: ToolContext, data: dict[str, Any]) -> list[Creature]:
-        return [ctx.creature(data["creature_id"])]
-
     def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
         return [entities.key("creature", ctx.creature(data["creature_id"]).pk, "vitals")]
 
@@ -248,9 +245,6 @@ class MoveToken(WriteTool):
     # The creature, its UPDATE, and what players may see of its event (a facet: kind unknown).
     example_statements = 3
 
-    def targets(self, ctx: ToolContext, data: dict[str, Any]) -> list[Creature]:
-        return [ctx.creature(data["creature_id"])]
-
     def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
         return [entities.key("creature", ctx.creature(data["creature_id"]).pk, "position")]
 
@@ -297,9 +291,6 @@ class GiveItem(WriteTool):
         {"creature_id": Ref("goblin"), "item": "gem", "quantity": 1},
     )
     example_statements = 4  # the creature, the item it has (none), the item's INSERT, read back
-
-    def targets(self, ctx: ToolContext, data: dict[str, Any]) -> list[Creature]:
-        return [ctx.creature(data["creature_id"])]
 
     @staticmethod
     def _item(ctx: ToolContext, data: dict[str, Any]) -> InventoryItem | None:

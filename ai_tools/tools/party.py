@@ -30,9 +30,6 @@ class ConsumeResource(WriteTool):
     # The creature, the resource, its UPDATE, the resource event's INSERT, read back.
     example_statements = 5
 
-    def targets(self, ctx: ToolContext, data: dict[str, Any]) -> list[Creature]:
-        return [ctx.creature(data["creature_id"])]
-
     def _resource(self, ctx: ToolContext, data: dict[str, Any]) -> Resource:
         creature = ctx.creature(data["creature_id"])
         resource = ctx.once(

@@ -1,7 +1,7 @@
 """What every API view and input serializer shares."""
 
 import ipaddress
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -14,6 +14,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.api.errors import error_responses
 from core.api.parsers import StrictJSONParser
 
 
@@ -29,11 +30,19 @@ class ApiView(JsonOnly, APIView):
     operation's description in the OpenAPI schema)."""
 
 
-class ApiListView(JsonOnly, generics.ListAPIView):
-    """A cursor-paginated list; subclasses name the ordering in their pagination class."""
-
-
 View = TypeVar("View", bound=type[APIView])
+
+
+def list_schema(tag: str, summary: str, **operation: Any) -> Callable[[View], View]:
+    """Document a list view's GET: its rows (`serializer_class`, many) and the errors every
+    endpoint behind sign-in can answer; `operation` adds to it (the filter parameters)."""
+
+    def document(view: View) -> View:
+        responses = {200: view.serializer_class(many=True), **error_responses()}
+        get = extend_schema(summary=summary, responses=responses, **operation)
+        return extend_schema(tags=[tag])(extend_schema_view(get=get)(view))
+
+    return document
 
 
 def with_post_schema(view: View, *, tag: str, **operation: Any) -> View:
@@ -116,6 +125,11 @@ class ResultsPagination(CursorPagination):
     max_page_size = 200
     page_size_query_param = "page_size"
 
+    def _as_the_view_says(self, view: Any) -> None:
+        """The order the view names (`ApiListView.ordering`) and its page size by default."""
+        self.ordering = view.ordering
+        self.page_size = view.page_size or self.page_size
+
     def decode_cursor(self, request: Request) -> Any:
         """A forged cursor whose position does not fit the ordering column is an invalid cursor,
         not a database error."""
@@ -141,6 +155,7 @@ class ResultsPagination(CursorPagination):
         return sizes[-1] if sizes else self.page_size
 
     def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
+        self._as_the_view_says(view)
         parameters = super().get_schema_operation_parameters(view)
         for parameter in parameters:
             if parameter["name"] == self.page_size_query_param:
@@ -150,6 +165,7 @@ class ResultsPagination(CursorPagination):
         return parameters
 
     def paginate_queryset(self, queryset: Any, request: Request, view: Any = None) -> Any:
+        self._as_the_view_says(view)
         ordering = self.ordering if isinstance(self.ordering, str) else self.ordering[0]
         self._position_field = queryset.model._meta.get_field(ordering.lstrip("-"))
         return super().paginate_queryset(queryset, request, view)
@@ -166,3 +182,12 @@ class ResultsPagination(CursorPagination):
                 "next": {"type": "string", "format": "uri", "nullable": True},
             },
         }
+
+
+class ApiListView(JsonOnly, generics.ListAPIView):
+    """A cursor-paginated list (`ResultsPagination`); a subclass names its `ordering` (an
+    indexed column) and, if not the default, its `page_size`."""
+
+    pagination_class = ResultsPagination
+    ordering: str
+    page_size: int | None = None

@@ -57,16 +57,17 @@ def test_an_example_the_schema_refuses_fails_the_check(monkeypatch):
 
 
 def test_a_tool_players_may_call_without_targets_fails_the_check(monkeypatch):
-    """A player's call is checked against the creatures `targets` names: a tool that lets
-    players call it but names none would let them act on anything."""
+    """A player's call is checked against the creatures `targets` names (by default the one
+    `creature_id` names): a tool that lets players call it but names none would let them act on
+    anything."""
 
     class Untargeted(WriteTool):
         name = "untargeted_tool"
         tier = Tier.LOW
         reach = Reach.OWN_CHARACTER
         description = "Players may call it, but it never says on whom."
-        schema = obj({"creature_id": ID}, ("creature_id",))
-        examples = ({"creature_id": Ref("hero")},)
+        schema = obj({"place": ID}, ("place",))
+        examples = ({"place": 3},)
 
         def apply(self, ctx, data):
             return {}

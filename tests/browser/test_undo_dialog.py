@@ -45,7 +45,9 @@ def test_a_co_gm_whose_right_was_revoked_is_told_plainly(live_world: World, asgi
         undo = cogm.get_by_role("button", name="Undo this turn")
         expect(undo).to_be_visible()
         outside_the_browser_loop(  # the owner takes the right back while the page is open
-            lambda: membership_add(campaign=world.campaign, username=world.cogm.username)
+            lambda: membership_add(
+                campaign=world.campaign, by=world.owner, username=world.cogm.username
+            )
         )
         undo.click()
         dialog = cogm.locator("#undo-dialog")

@@ -14,7 +14,7 @@ from ai_tools.base import ToolError
 from ai_tools.dice import dice_roll
 from campaigns.models import DiceRoll
 from campaigns.selectors import campaign_get_visible, roll_list
-from core.api.base import ApiListView, ResultsPagination, StrictSerializer, client_ip
+from core.api.base import ApiListView, StrictSerializer, client_ip, list_schema
 from core.api.errors import ErrorSerializer, error_responses
 from web.api.serializers import UsernameField
 
@@ -75,18 +75,14 @@ class RollRateThrottle(SimpleRateThrottle):
         return self.cache_format % {"scope": self.scope, "ident": request.user.pk}
 
 
-class RollPagination(ResultsPagination):
-    ordering = "-created_at"
-
-
-@extend_schema(tags=["dice"])
+@list_schema("dice", "The campaign's dice rolls, newest first")
 class RollListView(ApiListView):
     """Members roll dice for the table to see; everyone in the campaign reads the rolls, the
     players' and the GM's (`roll_dice`), newest first. Each roll is announced live as a
     `dice_rolled` event."""
 
     serializer_class = RollSerializer
-    pagination_class = RollPagination
+    ordering = "-created_at"
     throttle_classes = [RollRateThrottle]
 
     def get_queryset(self):
@@ -94,13 +90,6 @@ class RollListView(ApiListView):
             campaign_id=self.kwargs["campaign_id"], user=self.request.user
         )
         return roll_list(campaign=campaign)
-
-    @extend_schema(
-        summary="The campaign's dice rolls, newest first",
-        responses={200: RollSerializer(many=True), **error_responses()},
-    )
-    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return super().get(request, *args, **kwargs)
 
     @extend_schema(
         summary="Roll dice for the table: stored, and shown to every client live",

@@ -7,6 +7,7 @@ and a SecurityEvent (the services decide, and record it); a turn in the wrong st
 `detail` that says why.
 """
 
+from collections.abc import Callable
 from typing import Any
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -19,18 +20,20 @@ from audit.models import ToolInvocation
 from audit.selectors import turn_list
 from audit.services.agent import agent_call
 from campaigns.selectors import turn_get
-from core.api.base import ApiListView, ApiView, ResultsPagination, StrictSerializer, client_ip
+from core.api.base import (
+    ApiListView,
+    ApiView,
+    StrictSerializer,
+    client_ip,
+    list_schema,
+    with_post_schema,
+)
 from core.api.errors import RefusedSerializer, error_responses
 from gm.services import turn_cancel, turn_retry, turn_submit
 from web.api.audit import serializers as audit_s
 from web.api.audit.views import RevertActionView, RevertPlanView, revert_action_schema
 from web.api.serializers import TurnCreateInput, TurnSerializer
 from web.shared import validated, visible_campaign
-
-
-class TurnPagination(ResultsPagination):
-    ordering = "-created_at"
-    page_size = 20
 
 
 class NoInput(StrictSerializer):
@@ -42,69 +45,67 @@ def _turn_body(request: Request, campaign_id: Any, turn_id: int) -> dict[str, An
     return TurnSerializer(turn_list(campaign=campaign).get(pk=turn_id)).data
 
 
-@extend_schema(tags=["turns"])
-class TurnCancelView(ApiView):
+class TurnGMView(ApiView):
+    """Stop or rerun the GM on a turn, in one shape: the campaign resolved (404 for a
+    non-member), an empty body, the service deciding everything else (who may, and whether the
+    turn's state allows it), the turn it leaves rendered. A subclass names the service."""
+
+    service: Callable[..., Any]  # turn_cancel | turn_retry
+
+    def post(self, request: Request, campaign_id: Any, turn_id: int) -> Response:
+        visible_campaign(request, campaign_id)
+        validated(NoInput, request.data)
+        turn = self.service(
+            campaign_id=campaign_id, turn_id=turn_id, user=request.user, ip=client_ip(request)
+        )
+        return Response(_turn_body(request, campaign_id, turn.pk))
+
+
+def turn_gm_schema(summary: str, answer: str) -> Callable[[type], type]:
+    """The OpenAPI description of a `TurnGMView` subclass's POST."""
+    return lambda view: with_post_schema(
+        view,
+        tag="turns",
+        summary=summary,
+        request=NoInput,
+        responses={200: OpenApiResponse(TurnSerializer, answer), **error_responses(403, 409)},
+    )
+
+
+@turn_gm_schema(
+    "Cancel the GM's answer to a queued or running turn", "The turn, cancelled or asked to stop."
+)
+class TurnCancelView(TurnGMView):
     """A queued turn is cancelled at once (`status: cancelled`); a running one is asked to stop
     (`status: running`, `cancel_requested: true`) and ends `cancelled` at its next step, before
     its next round or tool call; its committed tool calls stay in the log, undoable."""
 
-    @extend_schema(
-        summary="Cancel the GM's answer to a queued or running turn",
-        request=NoInput,
-        responses={
-            200: OpenApiResponse(TurnSerializer, "The turn, cancelled or asked to stop."),
-            **error_responses(403, 409),
-        },
-    )
-    def post(self, request: Request, campaign_id: Any, turn_id: int) -> Response:
-        visible_campaign(request, campaign_id)
-        validated(NoInput, request.data)
-        turn = turn_cancel(
-            campaign_id=campaign_id, turn_id=turn_id, user=request.user, ip=client_ip(request)
-        )
-        return Response(_turn_body(request, campaign_id, turn.pk))
+    service = staticmethod(turn_cancel)
 
 
-@extend_schema(tags=["turns"])
-class TurnRetryView(ApiView):
+@turn_gm_schema(
+    "Retry an undone GM turn: a new queued turn with the same player message",
+    "The new, queued turn.",
+)
+class TurnRetryView(TurnGMView):
     """Run the GM afresh on an undone GM turn: a new turn, queued, with the same player and
     message (`retry_of` is the undone turn). A turn is retried once."""
 
-    @extend_schema(
-        summary="Retry an undone GM turn: a new queued turn with the same player message",
-        request=NoInput,
-        responses={
-            200: OpenApiResponse(TurnSerializer, "The new, queued turn."),
-            **error_responses(403, 409),
-        },
-    )
-    def post(self, request: Request, campaign_id: Any, turn_id: int) -> Response:
-        visible_campaign(request, campaign_id)
-        validated(NoInput, request.data)
-        turn = turn_retry(
-            campaign_id=campaign_id, turn_id=turn_id, user=request.user, ip=client_ip(request)
-        )
-        return Response(_turn_body(request, campaign_id, turn.pk))
+    service = staticmethod(turn_retry)
 
 
-@extend_schema(tags=["turns"])
+@list_schema("turns", "Turns, newest first, with their messages and invocation summaries")
 class TurnListView(ApiListView):
     """Turns, newest first, each with its chat messages and a summary of its tool calls;
     posting a message opens a new turn for the caller, queued for the configured GM, which a
     worker answers (the response does not wait for it)."""
 
     serializer_class = TurnSerializer
-    pagination_class = TurnPagination
+    ordering = "-created_at"
+    page_size = 20
 
     def get_queryset(self):
         return turn_list(campaign=visible_campaign(self.request, self.kwargs["campaign_id"]))
-
-    @extend_schema(
-        summary="Turns, newest first, with their messages and invocation summaries",
-        responses={200: TurnSerializer(many=True), **error_responses()},
-    )
-    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return super().get(request, *args, **kwargs)
 
     @extend_schema(
         summary="Post a player's message as a new turn, queued for the GM unless run_gm is false",

@@ -1,11 +1,15 @@
-"""Routes of the campaign API, included at /api/ by config/api_urls.py."""
+"""Routes of the REST API, included at /api/ by config/api_urls.py: the campaign, its turns and
+its invocation log (docs/api.md#paths)."""
 
 from django.urls import path
 
 from web.api import auth, rolls, tokens, turns, views
+from web.api.audit import views as log
 
 CAMPAIGN = "campaigns/<uuid:campaign_id>/"
 TURN = CAMPAIGN + "turns/<int:turn_id>/"
+INVOCATIONS = CAMPAIGN + "invocations/"
+INVOCATION = INVOCATIONS + "<uuid:invocation_id>/"
 
 urlpatterns = [
     path("auth/token/", auth.TokenView.as_view(), name="api-token"),
@@ -34,4 +38,13 @@ urlpatterns = [
     path(TURN + "retry/", turns.TurnRetryView.as_view(), name="api-turn-retry"),
     path(TURN + "undo/", turns.TurnUndoView.as_view(), name="api-turn-undo"),
     path(TURN + "undo-plan/", turns.TurnUndoPlanView.as_view(), name="api-turn-undo-plan"),
+    path("analytics/tools/", log.ToolAnalyticsView.as_view(), name="api-analytics-tools"),
+    path(INVOCATIONS, log.InvocationListView.as_view(), name="api-invocations"),
+    path(INVOCATION, log.InvocationDetailView.as_view(), name="api-invocation"),
+    path(INVOCATION + "revert/", log.InvocationRevertView.as_view(), name="api-revert"),
+    path(
+        INVOCATION + "revert-plan/", log.InvocationRevertPlanView.as_view(), name="api-revert-plan"
+    ),
+    path(INVOCATION + "approve/", log.InvocationApproveView.as_view(), name="api-approve"),
+    path(INVOCATION + "reject/", log.InvocationRejectView.as_view(), name="api-reject"),
 ]

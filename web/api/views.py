@@ -9,7 +9,7 @@ the caller and their address: its refusal (403) is written to the security log t
 from collections.abc import Callable
 from typing import Any
 
-from drf_spectacular.utils import extend_schema, extend_schema_view
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -21,8 +21,8 @@ from campaigns.visibility import sight_of
 from core.api.base import (
     ApiListView,
     ApiView,
-    ResultsPagination,
     client_ip,
+    list_schema,
     with_post_schema,
 )
 from core.api.errors import error_responses
@@ -30,23 +30,13 @@ from web.api import serializers as s
 from web.shared import validated, visible_campaign
 
 
-class CampaignPagination(ResultsPagination):
-    ordering = "-created_at"
-
-
-@extend_schema(tags=["campaigns"])
-@extend_schema_view(
-    get=extend_schema(
-        summary="Campaigns where the caller is a member",
-        responses={200: s.CampaignSummarySerializer(many=True), **error_responses()},
-    )
-)
+@list_schema("campaigns", "Campaigns where the caller is a member")
 class CampaignListView(ApiListView):
     """Campaigns the caller plays in, and creating one (the caller becomes its owner,
     holding `revert_any_turn`)."""
 
     serializer_class = s.CampaignSummarySerializer
-    pagination_class = CampaignPagination
+    ordering = "-created_at"
 
     def get_queryset(self):
         return campaign_list_for_member(user=self.request.user)

@@ -253,13 +253,8 @@ class PlannedInvocationSerializer(serializers.Serializer):
     skip_reason = serializers.CharField(allow_null=True)
 
 
-class DiffRowSerializer(serializers.Serializer):
-    entity = serializers.CharField()
-    id = serializers.CharField()
-    field = serializers.CharField()
-    before = serializers.JSONField(allow_null=True)
-    after = serializers.JSONField(allow_null=True)
-    now = serializers.JSONField(allow_null=True)
+class DiffRowSerializer(PreviewRowSerializer):
+    now = serializers.JSONField(allow_null=True)  # a preview's row, and what the field holds now
 
 
 class PlanSerializer(serializers.Serializer):

@@ -10,7 +10,7 @@ body, pass the caller's IP for the security log, and render the outcome.
 from collections.abc import Callable
 from typing import Any
 
-from drf_spectacular.utils import extend_schema, extend_schema_view
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -22,8 +22,8 @@ from audit.services import approval
 from core.api.base import (
     ApiListView,
     ApiView,
-    ResultsPagination,
     client_ip,
+    list_schema,
     with_post_schema,
 )
 from core.api.errors import error_responses
@@ -31,24 +31,13 @@ from web.api.audit import serializers as s
 from web.shared import validated, visible_campaign
 
 
-class InvocationPagination(ResultsPagination):
-    ordering = "-sequence"
-
-
-@extend_schema(tags=["invocations"])
-@extend_schema_view(
-    get=extend_schema(
-        summary="The invocation log, newest first",
-        parameters=[s.InvocationFilter],
-        responses={200: s.InvocationSerializer(many=True), **error_responses()},
-    )
-)
+@list_schema("invocations", "The invocation log, newest first", parameters=[s.InvocationFilter])
 class InvocationListView(ApiListView):
     """The invocation log of a campaign, newest first, filterable by status, tier, tool
     and turn, cursor-paginated so every page costs the same."""
 
     serializer_class = s.InvocationSerializer
-    pagination_class = InvocationPagination
+    ordering = "-sequence"
 
     def get_queryset(self):
         campaign = visible_campaign(self.request, self.kwargs["campaign_id"])
@@ -68,50 +57,55 @@ class InvocationDetailView(ApiView):
         return Response(s.InvocationSerializer(row).data)
 
 
-@extend_schema(tags=["invocations"])
-class InvocationApproveView(ApiView):
+class HeldCallAnswerView(ApiView):
+    """An answer to a held call, in one shape: the campaign resolved (404 for a non-member),
+    the body validated, the approval service deciding everything else (who may answer, whether
+    the call still waits), its outcome rendered. A subclass names the service and its input."""
+
+    service: Callable[..., Any]  # invocation_approve | invocation_reject
+    input_serializer: type[serializers.Serializer]
+
+    def post(self, request: Request, campaign_id: Any, invocation_id: Any) -> Response:
+        visible_campaign(request, campaign_id)
+        data = validated(self.input_serializer, request.data)
+        outcome = self.service(
+            campaign_id=campaign_id,
+            invocation_id=invocation_id,
+            user=request.user,
+            ip=client_ip(request),
+            **data,
+        )
+        return Response(s.ApprovalResultSerializer(outcome).data)
+
+
+def held_call_answer_schema(summary: str) -> Callable[[type], type]:
+    """The OpenAPI description of a `HeldCallAnswerView` subclass's POST."""
+    return lambda view: with_post_schema(
+        view,
+        tag="invocations",
+        summary=summary,
+        request=view.input_serializer,
+        responses={200: s.ApprovalResultSerializer, **error_responses(403, 409)},
+    )
+
+
+@held_call_answer_schema("Approve a tool call held for approval")
+class InvocationApproveView(HeldCallAnswerView):
     """Let a held call run now, through the audited dispatch, against the world as it is (the
     owner, a co-GM holding the grant, or audit staff; not the turn's own player). A preview
     gone stale is a 409 carrying the fresh `preview`; the call keeps waiting."""
 
-    @extend_schema(
-        summary="Approve a tool call held for approval",
-        request=s.ApproveInput,
-        responses={200: s.ApprovalResultSerializer, **error_responses(403, 409)},
-    )
-    def post(self, request: Request, campaign_id: Any, invocation_id: Any) -> Response:
-        visible_campaign(request, campaign_id)
-        validated(s.ApproveInput, request.data)
-        outcome = approval.invocation_approve(
-            campaign_id=campaign_id,
-            invocation_id=invocation_id,
-            user=request.user,
-            ip=client_ip(request),
-        )
-        return Response(s.ApprovalResultSerializer(outcome).data)
+    service = staticmethod(approval.invocation_approve)
+    input_serializer = s.ApproveInput
 
 
-@extend_schema(tags=["invocations"])
-class InvocationRejectView(ApiView):
+@held_call_answer_schema("Reject a tool call held for approval")
+class InvocationRejectView(HeldCallAnswerView):
     """Refuse a held call (an approver), or withdraw it (the turn's player): nothing changes;
     the GM reads the refusal and the reason as the call's error."""
 
-    @extend_schema(
-        summary="Reject a tool call held for approval",
-        request=s.RejectInput,
-        responses={200: s.ApprovalResultSerializer, **error_responses(403, 409)},
-    )
-    def post(self, request: Request, campaign_id: Any, invocation_id: Any) -> Response:
-        visible_campaign(request, campaign_id)
-        data = validated(s.RejectInput, request.data)
-        outcome = approval.invocation_reject(
-            campaign_id=campaign_id,
-            invocation_id=invocation_id,
-            user=request.user,
-            reason=data["reason"],
-            ip=client_ip(request),
-        )
-        return Response(s.ApprovalResultSerializer(outcome).data)
+    service = staticmethod(approval.invocation_reject)
+    input_serializer = s.RejectInput
 
 
 class RevertActionView(ApiView):
