@@ -1,16 +1,21 @@
 """Reads of the invocation log, and of turns with their log rows. Filters match the log's
-(campaign, column, -sequence) indexes, so every filtered page is one index range scan. And what
-a person may do, for the surfaces to draw (`viewer_rights`, `reads_every_campaign`)."""
+(campaign, column, -sequence) indexes, so every filtered page is one index range scan. What a
+person may do, for the surfaces to draw (`viewer_rights`, `reads_every_campaign`), and which
+logged calls the fog hides from them (`log_fog`, `call_concealed`, `calls_concealed`): the
+feed, the approval card and the log's API read them alike."""
 
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import Any
 
 from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
 
+from ai_tools import entities
 from audit.models import ToolInvocation
 from audit.permissions import Rights
 from campaigns.models import Campaign, ChatMessage, Turn
 from campaigns.permissions import is_audit_staff
+from campaigns.visibility import Fog, Sight, call_hidden, fog_read, held_call_hidden, placed_cell
 from core.queries import get_or_not_found
 
 # Columns only revert needs; the API never shows them, so a page of the log does not load them.
@@ -155,3 +160,57 @@ def reads_every_campaign(user: Any) -> bool:
     and figures (as they see every campaign, `campaign_get_visible`): the admin's log pages and
     the analytics of every campaign."""
     return is_audit_staff(user)
+
+
+# ---- the log as a player reads it through the fog --------------------------------------------
+
+
+def log_fog(*, campaign: Campaign, rights: Rights, inputs: Iterable[Any]) -> Fog | None:
+    """The fog a player reads logged calls (their `inputs`) through — every creature of the
+    campaign and the cells the calls put creatures on, one query — or None for the GM, who
+    reads all."""
+    if rights.sight is Sight.GM:
+        return None
+    cells = {cell for data in inputs if (cell := placed_cell(data)) is not None}
+    return fog_read(campaign_id=campaign.pk, cells=cells)
+
+
+def call_concealed(data: Any, post_state: Any, fog: Fog | None) -> bool:
+    """Whether a logged call tells a player (who sees the world through `fog`; None: the GM)
+    of a creature the fog hides: it acts on one, made one, or put one in the fog."""
+    if fog is None:
+        return False
+    made = [  # a whole creature row written: one the call made
+        int(entities.parse(key)[1])
+        for key in entities.logged_map(post_state)
+        if key.startswith("creature:") and key == entities.root(key)
+    ]
+    return call_hidden(data, fog, created=made)
+
+
+def calls_concealed(
+    *, campaign: Campaign, rights: Rights, rows: list[ToolInvocation]
+) -> frozenset[Any]:
+    """The ids of the log rows `rows` whose input, result and preview the fog hides from this
+    viewer: none for the GM (no query); for a player one fog read and, while fog is in play,
+    one read of what the calls wrote (the creatures they made)."""
+    if not rows:
+        return frozenset()
+    fog = log_fog(campaign=campaign, rights=rights, inputs=[row.input for row in rows])
+    if fog is None or not fog.in_play:
+        return frozenset()
+    written = dict(
+        ToolInvocation.objects.filter(pk__in=[row.pk for row in rows]).values_list(
+            "pk", "post_state"
+        )
+    )
+    held = ToolInvocation.Status.AWAITING_APPROVAL
+    return frozenset(
+        row.pk
+        for row in rows
+        if call_concealed(row.input, written.get(row.pk), fog)
+        or (
+            row.status == held
+            and held_call_hidden(row.input, (row.preview or {}).get("diff", []), fog)
+        )
+    )

@@ -11,24 +11,12 @@ from typing import Any
 
 from ai_tools import entities, registry
 from ai_tools.base import Names
-from campaigns.visibility import HIDDEN_CHANGE, Fog, call_hidden
+from audit.selectors import call_concealed
+from campaigns.visibility import HIDDEN_CHANGE, Fog
 from core.errors import InvalidInput
 
 # What a describer raises on input it cannot read (a failed call's, an old row's).
 UNREADABLE = (KeyError, TypeError, ValueError, AttributeError)
-
-
-def concealed(data: Any, post_state: Any, fog: Fog | None) -> bool:
-    """Whether a call tells a player (who sees the world through `fog`; None: the GM) of a
-    creature the fog hides: it acts on one, made one, or put one in the fog."""
-    if fog is None:
-        return False
-    made = [  # a whole creature row written: one the call made
-        int(entities.parse(key)[1])
-        for key in entities.logged_map(post_state)
-        if key.startswith("creature:") and key == entities.root(key)
-    ]
-    return call_hidden(data, fog, created=made)
 
 
 def describe(
@@ -43,7 +31,7 @@ def describe(
     """One call in its tool's words, from its logged `revert_snapshot` and `post_state` (either
     may be missing: a failed or pending call). With a player's `fog`, a call that tells of a
     hidden creature is HIDDEN_CHANGE."""
-    if concealed(data, post_state, fog):
+    if call_concealed(data, post_state, fog):
         return HIDDEN_CHANGE
     lines = _described(tool_name, data, Names(names), snapshot, post_state)
     return "; ".join(lines) if lines else named_summary(tool_name, data, names)

@@ -14,7 +14,14 @@ from typing import Any
 from django.utils import timezone
 
 from audit.models import InvocationOrigin, SkipReason, ToolInvocation
-from audit.selectors import Rights, later_turn_actors, logged_calls, turn_feed
+from audit.selectors import (
+    Rights,
+    call_concealed,
+    later_turn_actors,
+    log_fog,
+    logged_calls,
+    turn_feed,
+)
 from audit.services.revert import turn_undo_plan
 from campaigns.models import Campaign, ChatMessage, Creature, DiceRoll, Turn
 from campaigns.selectors import (
@@ -32,14 +39,11 @@ from campaigns.selectors import (
 from campaigns.visibility import (
     UNSEEN,
     Fog,
-    Sight,
-    fog_read,
-    placed_cell,
     state_seen,
 )
 from gm.services import STOPPABLE
 from web.pages import board as boards
-from web.pages.changes import concealed, describe
+from web.pages.changes import describe
 
 FEED_TURNS = 50
 FEED_ROLLS = 50
@@ -274,12 +278,9 @@ def roll_entry(*, campaign: Campaign, roll_id: int) -> RollCard:
 
 
 def players_fog(*, campaign: Campaign, rights: Rights, rows: list[dict[str, Any]]) -> Fog | None:
-    """The fog a player reads the logged calls `rows` through — every creature of the campaign
-    and the cells the calls put creatures on, one query — or None for the GM, who reads all."""
-    if rights.sight is Sight.GM:
-        return None
-    cells = {cell for row in rows if (cell := placed_cell(row.get("input"))) is not None}
-    return fog_read(campaign_id=campaign.pk, cells=cells)
+    """The fog a player reads the logged calls `rows` (dicts with their `input`) through, or
+    None for the GM (`audit.selectors.log_fog`)."""
+    return log_fog(campaign=campaign, rights=rights, inputs=[row.get("input") for row in rows])
 
 
 def names_seen(names: dict[int, str], fog: Fog | None) -> dict[int, str]:
@@ -301,7 +302,7 @@ def _tool_call(row: dict[str, Any], names: dict[int, str], fog: Fog | None) -> T
             fog=fog,
         ),
         status=row["status"],
-        error="" if concealed(row["input"], row["post_state"], fog) else row["error"],
+        error="" if call_concealed(row["input"], row["post_state"], fog) else row["error"],
         actor=row["user__username"],
         requested_by=row["requested_by__username"] or "",
         by_hand=row["source"] == InvocationOrigin.USER,

@@ -72,6 +72,10 @@ class InvocationSerializer(RevertibleSerializer):
     expires_at = serializers.SerializerMethodField()
     approval = serializers.SerializerMethodField()
     approval_of = serializers.UUIDField(source="approval_of_id", read_only=True, allow_null=True)
+    concealed = serializers.SerializerMethodField(
+        help_text="True when the call tells of a creature the fog hides from the reader (a "
+        "player): its input reads {}, its result and preview null, its error empty (docs/api.md)."
+    )
 
     class Meta:
         model = ToolInvocation
@@ -91,7 +95,20 @@ class InvocationSerializer(RevertibleSerializer):
             "expires_at",
             "approval",
             "approval_of",
+            "concealed",
         ]
+
+    def _concealed(self, row: ToolInvocation) -> bool:
+        return row.pk in self.context.get("concealed", ())
+
+    def get_concealed(self, row: ToolInvocation) -> bool:
+        return self._concealed(row)
+
+    def to_representation(self, row: ToolInvocation) -> dict[str, Any]:
+        data = super().to_representation(row)
+        if self._concealed(row):  # the fog hides what it did from this reader: that it ran stays
+            data.update(input={}, result=None, error="", preview=None)
+        return data
 
     @extend_schema_field(_nullable(PreviewSerializer))
     def get_preview(self, row: ToolInvocation) -> dict[str, Any] | None:

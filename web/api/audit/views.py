@@ -17,7 +17,7 @@ from rest_framework.response import Response
 
 from audit import services
 from audit.analytics import analytics_scope, tool_stats
-from audit.selectors import invocation_get, invocation_list
+from audit.selectors import calls_concealed, invocation_get, invocation_list, viewer_rights
 from audit.services import approval
 from core.api.base import (
     ApiListView,
@@ -38,12 +38,23 @@ class InvocationListView(ApiListView):
 
     serializer_class = s.InvocationSerializer
     ordering = "-sequence"
+    concealed: frozenset[Any] = frozenset()
 
     def get_queryset(self):
-        campaign = visible_campaign(self.request, self.kwargs["campaign_id"])
+        self.campaign = visible_campaign(self.request, self.kwargs["campaign_id"])
         filters = s.InvocationFilter(data=self.request.query_params.dict())
         filters.is_valid(raise_exception=True)
-        return invocation_list(campaign=campaign, **filters.validated_data)
+        return invocation_list(campaign=self.campaign, **filters.validated_data)
+
+    def paginate_queryset(self, queryset):
+        """The page, and which of its rows the fog hides from this viewer."""
+        page = super().paginate_queryset(queryset)
+        rights = viewer_rights(campaign=self.campaign, user=self.request.user)
+        self.concealed = calls_concealed(campaign=self.campaign, rights=rights, rows=page)
+        return page
+
+    def get_serializer_context(self) -> dict[str, Any]:
+        return {**super().get_serializer_context(), "concealed": self.concealed}
 
 
 @extend_schema(tags=["invocations"])
@@ -54,7 +65,9 @@ class InvocationDetailView(ApiView):
     def get(self, request: Request, campaign_id: Any, invocation_id: Any) -> Response:
         campaign = visible_campaign(request, campaign_id)
         row = invocation_get(campaign=campaign, invocation_id=invocation_id)
-        return Response(s.InvocationSerializer(row).data)
+        rights = viewer_rights(campaign=campaign, user=request.user)
+        concealed = calls_concealed(campaign=campaign, rights=rights, rows=[row])
+        return Response(s.InvocationSerializer(row, context={"concealed": concealed}).data)
 
 
 class HeldCallAnswerView(ApiView):
