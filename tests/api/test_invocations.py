@@ -15,7 +15,14 @@ SPEC_DETAIL = (
     "id, sequence, turn, user, tool_name, tool_tier, input, result, status, error, revertible, "
     "model, source, created_at, committed_at, reverted_at, reverted_by, revert_reason, preview"
 )
-DETAIL_KEYS = {*SPEC_DETAIL.split(", "), "requested_by", "expires_at", "approval", "approval_of", "concealed"}
+DETAIL_KEYS = {
+    *SPEC_DETAIL.split(", "),
+    "requested_by",
+    "expires_at",
+    "approval",
+    "approval_of",
+    "concealed",
+}
 
 
 def mixed_log(world):
