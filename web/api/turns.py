@@ -19,6 +19,7 @@ from audit import services as audit_services
 from audit.models import ToolInvocation
 from audit.selectors import turn_list
 from audit.services.agent import agent_call
+from audit.services.redo import turn_redo
 from campaigns.selectors import turn_get
 from core.api.base import (
     ApiListView,
@@ -92,6 +93,19 @@ class TurnRetryView(TurnGMView):
     message (`retry_of` is the undone turn). A turn is retried once."""
 
     service = staticmethod(turn_retry)
+
+
+@turn_gm_schema(
+    "Redo an undone turn exactly: the same calls, inputs and dice, as a new turn",
+    "The new turn, which puts the undone one back.",
+)
+class TurnRedoView(TurnGMView):
+    """Put an undone turn back as it was (`redo_of` is the undone turn): its calls run again
+    through the audited dispatch with the same inputs, as new log rows, with its messages and
+    the GM's dice as they were; undoable like any turn. A 409 when what it wrote changed since
+    it was undone (`changes`: `{entity, id, field, was, now}`), or once redone or retried."""
+
+    service = staticmethod(turn_redo)
 
 
 @list_schema("turns", "Turns, newest first, with their messages and invocation summaries")

@@ -36,6 +36,7 @@ urlpatterns = [
     path(TURN + "tool-calls/", turns.ToolCallView.as_view(), name="api-tool-calls"),
     path(TURN + "cancel/", turns.TurnCancelView.as_view(), name="api-turn-cancel"),
     path(TURN + "retry/", turns.TurnRetryView.as_view(), name="api-turn-retry"),
+    path(TURN + "redo/", turns.TurnRedoView.as_view(), name="api-turn-redo"),
     path(TURN + "undo/", turns.TurnUndoView.as_view(), name="api-turn-undo"),
     path(TURN + "undo-plan/", turns.TurnUndoPlanView.as_view(), name="api-turn-undo-plan"),
     path(TURN + "rewind/", turns.TurnRewindView.as_view(), name="api-turn-rewind"),
