@@ -14,7 +14,7 @@ from typing import Any
 from django.utils import timezone
 
 from audit.models import InvocationOrigin, SkipReason, ToolInvocation
-from audit.selectors import Rights, later_turn_actors, logged_calls, turn_feed
+from audit.selectors import Rights, call_answers, later_turn_actors, logged_calls, turn_feed
 from audit.services.revert import turn_undo_plan
 from campaigns.models import Campaign, ChatMessage, Creature, DiceRoll, Turn
 from campaigns.selectors import (
@@ -67,6 +67,7 @@ class ToolCallCard:
     actor: str = ""
     requested_by: str = ""
     by_hand: bool = False  # a person's own call (the GM's hand), not the AI's
+    note: str = ""  # who answered or undid it, and why, in the table's words (`call_note`)
 
     @property
     def provenance(self) -> str:
@@ -211,6 +212,7 @@ def feed(*, campaign: Campaign, rights: Rights, turn_id: Any = None) -> list[Tur
         )
         names = names_seen(creature_names(campaign=campaign), fog)
         onwards, last = _undo_from_here(campaign=campaign, rights=rights, turns=turns)
+        answers = answers_of(campaign=campaign, rows=[r for t in rows.values() for r in t])
     views = [
         TurnCard(
             id=t.pk,
@@ -219,7 +221,7 @@ def feed(*, campaign: Campaign, rights: Rights, turn_id: Any = None) -> list[Tur
             created_at=t.created_at,
             messages=messages[t.pk],
             rolls=[roll_card(roll) for roll in rolls[t.pk]],
-            calls=[_tool_call(row, names, fog) for row in rows[t.pk]],
+            calls=[noted(_tool_call(row, names, fog), row, answers) for row in rows[t.pk]],
             undoable=rights.reverts(t.actor_id),
             reverted=t.reverted_at is not None,
             reverted_by=t.reverted_by.get_username() if t.reverted_by else "",
@@ -306,6 +308,45 @@ def _tool_call(row: dict[str, Any], names: dict[int, str], fog: Fog | None) -> T
         requested_by=row["requested_by__username"] or "",
         by_hand=row["source"] == InvocationOrigin.USER,
     )
+
+
+def answers_of(*, campaign: Campaign, rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """How the held calls among the feed's rows were answered (`audit.selectors.call_answers`):
+    a refused or expired one by its own id, an approved one by the row it ran as."""
+    refused = (ToolInvocation.Status.REJECTED, ToolInvocation.Status.EXPIRED)
+    held = {str(r["pk"]): str(r["pk"]) for r in rows if r["status"] in refused}
+    held.update({str(r["approval_of_id"]): str(r["pk"]) for r in rows if r["approval_of_id"]})
+    if not held:
+        return {}
+    answers = call_answers(campaign=campaign, ids=list(held))
+    return {held[pk]: answer for pk, answer in answers.items()}
+
+
+def noted(
+    card: ToolCallCard, row: dict[str, Any], answers: dict[str, dict[str, Any]]
+) -> ToolCallCard:
+    """The card with its note: who approved, refused or withdrew it, or undid it alone, and
+    their reason, as the table reads it (docs/api.md#the-feeds-history-and-the-undo-dialog)."""
+    card.note = call_note(row, answers.get(str(row["pk"])))
+    return card
+
+
+def call_note(row: dict[str, Any], answer: dict[str, Any] | None) -> str:
+    reverted_by = row.get("reverted_by__username") or ""
+    if row["status"] == ToolInvocation.Status.REVERTED and reverted_by:
+        why = (row.get("revert_reason") or "").strip()
+        return f"Undone by {reverted_by}" + (f": “{why}”" if why else "")
+    if answer is None:
+        return ""
+    if answer["to"] == ToolInvocation.Status.PENDING:  # approved, and ran as this row
+        why = answer["reason"].strip()
+        said = f": “{why}”" if why and why != APPROVED_MARK else ""
+        return f"Approved by {answer['by'] or 'someone'}{said}"
+    return answer["reason"]  # the refusal's own sentence: "dara withdrew this call: …"
+
+
+# The reason the approval service chains on an approval given without a note.
+APPROVED_MARK = "approved"
 
 
 def event_seq(campaign: Campaign) -> int:
