@@ -82,7 +82,10 @@ def turn_feed(
     turns = (
         Turn.objects.filter(campaign=campaign)
         .select_related("actor", "reverted_by")
-        .annotate(retried=Exists(Turn.objects.filter(retry_of=OuterRef("pk"))))
+        .annotate(
+            retried=Exists(Turn.objects.filter(retry_of=OuterRef("pk"))),
+            redone=Exists(Turn.objects.filter(redo_of=OuterRef("pk"))),
+        )
     )
     if turn_id is not None:
         turns = turns.filter(pk=turn_id)

@@ -16,6 +16,7 @@ from django.utils import timezone
 from audit.models import InvocationOrigin, SkipReason, ToolInvocation
 from audit.selectors import Rights, call_answers, later_turn_actors, logged_calls, turn_feed
 from audit.services.revert import turn_undo_plan
+from audit.services.rewind import turn_rewind_plan
 from campaigns.models import Campaign, ChatMessage, Creature, DiceRoll, Turn
 from campaigns.selectors import (
     campaign_event_seq,
@@ -144,6 +145,8 @@ class TurnCard:
     stopping: bool = False
     retried: bool = False
     retry_of: int | None = None
+    redone: bool = False  # put back as it was, in a later turn (`audit.services.redo`)
+    redo_of: int | None = None
     reverted_at: datetime | None = None
     undo_onwards: bool = False  # may revert this turn and every later one (the one policy)
     undo_from_here: bool = False  # ... and there is a later one: "Undo from here" is offered
@@ -194,7 +197,14 @@ class TurnCard:
         """Retry is offered on an undone turn the GM was asked to answer, once, to those the
         retry service lets retry it."""
         asked = self.status != Turn.Status.OPEN
-        return self.reverted and asked and not self.retried and self.undoable
+        return self.reverted and asked and not self.retried and not self.redone and self.undoable
+
+    @property
+    def redoable(self) -> bool:
+        """Redo ("put it back as it was") is offered on an undone turn that said or did
+        something, once, to those the redo service lets redo it; not after a retry."""
+        did = bool(self.calls) or any(m.role == ChatMessage.Role.GM for m in self.messages)
+        return self.reverted and did and not self.retried and not self.redone and self.undoable
 
 
 def feed(*, campaign: Campaign, rights: Rights, turn_id: Any = None) -> list[TurnCard]:
@@ -229,6 +239,8 @@ def feed(*, campaign: Campaign, rights: Rights, turn_id: Any = None) -> list[Tur
             stopping=t.cancel_requested_at is not None,
             retried=t.retried,
             retry_of=t.retry_of_id,
+            redone=t.redone,
+            redo_of=t.redo_of_id,
             reverted_at=t.reverted_at,
             undo_onwards=t.pk in onwards,
             undo_from_here=t.pk in onwards and t.pk != last,
@@ -517,3 +529,47 @@ def _diff_line(row: dict[str, Any], names: dict[int, str]) -> str:
         return text if len(text) <= 40 else f"{text[:39]}…"
 
     return f"{what} {field}: {shown(row['now'])} → {shown(row['before'])}"
+
+
+def rewind_plan(
+    *, campaign: Campaign, rights: Rights, turn_id: int, ip: str | None
+) -> dict[str, Any]:
+    """The rewind dialog's content: the turns that go (newest first, each named as the undo
+    dialog names one), every change put back in plain words, the fields before → after, and
+    what cannot be reverted. The plan service decides and authorises (a Forbidden or NotFound
+    propagates: the dialog then shows the refusal alone, which names what blocks it)."""
+    plan = turn_rewind_plan(campaign_id=campaign.pk, user=rights.user, turn_id=turn_id, ip=ip)
+    shown = {t.id: t for t in feed(campaign=campaign, rights=rights) if not t.reverted}
+    ids = [c["id"] for c in plan["invocations"]]
+    rows = logged_calls(campaign=campaign, ids=ids)
+    fog = players_fog(campaign=campaign, rights=rights, rows=list(rows.values()))
+    names = names_seen(creature_names(campaign=campaign), fog)
+
+    def change(call: dict[str, Any]) -> PlannedChange:
+        row = rows.get(call["id"], {})
+        text = describe(
+            call["tool_name"],
+            row.get("input"),
+            names=names,
+            snapshot=row.get("revert_snapshot"),
+            post_state=row.get("post_state"),
+            fog=fog,
+        )
+        return PlannedChange(text=text, tool_name=call["tool_name"])
+
+    def turn_words(turn: dict[str, Any]) -> str:
+        card = shown.get(turn["id"])
+        said = card.said if card else ""
+        return f"{turn['actor']}’s turn" + (f": ‘{said}’" if said else "")
+
+    first = next((t for t in plan["turns"] if t["id"] == turn_id), None)
+    return {
+        "turn_id": turn_id,
+        "title": f"Rewind to before {turn_words(first)}?" if first else "Rewind to here?",
+        "turns": [turn_words(t) for t in plan["turns"]],
+        "changes": [change(c) for c in plan["invocations"]],
+        "blocked": [change(c) for c in plan["blocked"]],
+        "diff": list(
+            dict.fromkeys(_diff_line(row, names) for row in plan["diff"] if not _hides(row, fog))
+        ),
+    }
