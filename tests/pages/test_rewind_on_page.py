@@ -33,7 +33,7 @@ def test_rewind_to_here_stands_beside_the_relabelled_dependency_undo(world):
     earlier = [table.earlier.pk, *(t.pk for t in table.turns[:2])]
     assert offered(page, "rewind") == set(earlier)
     assert offered(page, "undo-from") == set(earlier)
-    assert "⏮ Rewind to here" in page and "↶ Undo this and what depends on it" in page
+    assert "⇤ Rewind to here" in page and "↶ Undo this and what depends on it" in page
     assert "Undo from here" not in page
     # The player may not revert the other player's later turn: neither is offered.
     player_page = signed_in(world.player).get(f"/campaigns/{world.campaign.pk}/").content

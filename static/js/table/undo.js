@@ -43,7 +43,7 @@ function openUndo(turnId, cascade = false, rewind = false) {
     : cascade
       ? "Undo this and what depends on it"
       : "Undo turn";
-  keepButton.textContent = "Keep the turn";
+  keepButton.textContent = rewind ? "Keep the table as it is" : "Keep the turn";
   undoForm.elements.reason.value = "";
   undoError("");
   undoStatus(rewind ? "Working out what this rewind changes…" : "Working out what this undo changes…");
