@@ -8,6 +8,7 @@ from django.db import transaction
 
 from ai_tools import registry
 from ai_tools.base import ToolError
+from audit.chain import verify
 from audit.models import InvocationOrigin, SecurityEvent, ToolInvocation
 from audit.services import turn_rewind, turn_undo
 from audit.services.hand import hand_call
@@ -235,3 +236,11 @@ def test_redo_refuses_to_run_inside_another_transaction(world):
     undo(world, played.turn)
     with pytest.raises(RuntimeError), transaction.atomic():
         redo(world, played.turn)
+
+
+def test_the_log_chain_still_verifies_after_a_rewind_and_a_redo(world):
+    first = gm_turn(world)
+    gm_turn(world, actor=world.other)
+    turn_rewind(campaign_id=world.campaign.pk, turn_id=first.turn.pk, user=world.owner)
+    redo(world, first.turn)
+    assert verify(world.campaign.pk) is None

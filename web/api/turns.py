@@ -10,7 +10,7 @@ and a SecurityEvent (the services decide, and record it); a turn in the wrong st
 from collections.abc import Callable
 from typing import Any
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -29,7 +29,7 @@ from core.api.base import (
     list_schema,
     with_post_schema,
 )
-from core.api.errors import RefusedSerializer, error_responses
+from core.api.errors import ConflictSerializer, RefusedSerializer, error_responses
 from gm.services import turn_cancel, turn_retry, turn_submit
 from web.api.audit import serializers as audit_s
 from web.api.audit.views import RevertActionView, RevertPlanView, revert_action_schema
@@ -95,9 +95,33 @@ class TurnRetryView(TurnGMView):
     service = staticmethod(turn_retry)
 
 
-@turn_gm_schema(
-    "Redo an undone turn exactly: the same calls, inputs and dice, as a new turn",
-    "The new turn, which puts the undone one back.",
+class ChangeSerializer(serializers.Serializer):
+    entity = serializers.CharField()
+    id = serializers.CharField()
+    field = serializers.CharField()
+    was = serializers.JSONField(
+        allow_null=True, help_text="As the turn found it (its undo put it back)."
+    )
+    now = serializers.JSONField(allow_null=True)
+
+
+class DivergedSerializer(ConflictSerializer):
+    changes = ChangeSerializer(
+        many=True, required=False, help_text="What changed since the turn was undone."
+    )
+
+
+@extend_schema_view(
+    post=extend_schema(
+        tags=["turns"],
+        summary="Redo an undone turn exactly: the same calls, inputs and dice, as a new turn",
+        request=NoInput,
+        responses={
+            200: OpenApiResponse(TurnSerializer, "The new turn, which puts the undone one back."),
+            **error_responses(403),
+            409: DivergedSerializer,
+        },
+    )
 )
 class TurnRedoView(TurnGMView):
     """Put an undone turn back as it was (`redo_of` is the undone turn): its calls run again
