@@ -52,7 +52,9 @@ CALL_LABELS = {
     # Held for a person's answer (docs/architecture.md#human-in-the-loop); answered no, or never, it
     # did not happen.
     ToolInvocation.Status.AWAITING_APPROVAL: "awaiting approval",
-    ToolInvocation.Status.REJECTED: "rejected: not done",
+    # Rejected by an approver or withdrawn by the turn's player: the call's note says which,
+    # by whom and why (`call_note`), so the label does not say "rejected" of a withdrawal.
+    ToolInvocation.Status.REJECTED: "not done",
     ToolInvocation.Status.EXPIRED: "not approved in time: not done",
 }
 
