@@ -160,6 +160,11 @@ on("state_changed", ({ source, turn }) => {
   if (source === "user" && known(turn)) refreshTurn(turn);
 });
 
+// A held call answered: its turn's card says who approved, rejected or withdrew it, and why.
+on("approval_resolved", ({ turn }) => {
+  if (known(turn)) refreshTurn(turn);
+});
+
 on("invocation_reverted", ({ turn }) => {
   if (known(turn)) refreshTurn(turn);
 });
