@@ -120,13 +120,15 @@ def _span(campaign: Campaign, start: Turn, *, lock: bool) -> _Span:
     holds the campaign lock, so the order stays campaign → rows)."""
     later = Q(created_at__gt=start.created_at) | Q(created_at=start.created_at, pk__gte=start.pk)
     turns = Turn.objects.filter(campaign=campaign).filter(later).order_by("created_at", "pk")
-    turns = list((turns.select_for_update() if lock else turns).select_related("actor"))
+    # Locked rows are read alone (no join: FOR UPDATE would lock the people's rows too); a name
+    # is read only for a refusal, the plan reads them all at once.
+    turns = list(turns.select_for_update() if lock else turns.select_related("actor"))
     live = [t for t in turns if t.reverted_at is None]
     ids = [t.pk for t in live]
     rows = ToolInvocation.objects.filter(campaign=campaign, status=COMMITTED).filter(
         Q(turn_id__in=ids) | Q(turn__isnull=True, created_at__gte=start.created_at)
     )
-    own = list((rows.select_for_update() if lock else rows).select_related("user"))
+    own = list(rows.select_for_update() if lock else rows.select_related("user"))
     dependents = _dependents(campaign, own, closure=True, lock=lock) if own else []
     chain = sorted(own + dependents, key=lambda r: -r.sequence)
     return _Span(start=start, turns=live, rows=chain)
