@@ -244,3 +244,21 @@ def test_the_log_chain_still_verifies_after_a_rewind_and_a_redo(world):
     turn_rewind(campaign_id=world.campaign.pk, turn_id=first.turn.pk, user=world.owner)
     redo(world, first.turn)
     assert verify(world.campaign.pk) is None
+
+
+def test_a_turn_that_made_something_anew_is_not_put_back_under_another_id(world):
+    """A spawned creature comes back with a new id: not the turn as it was, so nothing stays."""
+    turn = world.turn(world.player, "Who goes there?")
+    commit(
+        world,
+        "spawn_creature",
+        {"name": "Skeleton", "kind": "monster", "hp": 13, "x": 3, "y": 4},
+        actor=world.player,
+        turn=turn,
+    )
+    undo(world, turn)
+    before, log = dump(world.campaign), list(ToolInvocation.objects.values_list("pk", "status"))
+    with pytest.raises(Conflict, match="would not write what it wrote the first time"):
+        redo(world, turn)
+    assert dump(world.campaign) == before
+    assert list(ToolInvocation.objects.values_list("pk", "status")) == log
