@@ -11,7 +11,7 @@ from typing import Any
 from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
 
 from ai_tools import entities
-from audit.models import ToolInvocation
+from audit.models import StatusTransition, ToolInvocation
 from audit.permissions import Rights
 from campaigns.models import Campaign, ChatMessage, Turn
 from campaigns.permissions import is_audit_staff
@@ -87,7 +87,10 @@ def turn_feed(
     turns = (
         Turn.objects.filter(campaign=campaign)
         .select_related("actor", "reverted_by")
-        .annotate(retried=Exists(Turn.objects.filter(retry_of=OuterRef("pk"))))
+        .annotate(
+            retried=Exists(Turn.objects.filter(retry_of=OuterRef("pk"))),
+            redone=Exists(Turn.objects.filter(redo_of=OuterRef("pk"))),
+        )
     )
     if turn_id is not None:
         turns = turns.filter(pk=turn_id)
@@ -109,6 +112,10 @@ def turn_feed(
         .exclude(Exists(ToolInvocation.objects.filter(approval_of=OuterRef("pk"))))
         .order_by("sequence")
         .values(
+            "pk",
+            "approval_of_id",
+            "reverted_by__username",
+            "revert_reason",
             "turn_id",
             "tool_name",
             "input",
@@ -123,6 +130,28 @@ def turn_feed(
     ):
         calls[row["turn_id"]].append(row)
     return recent, messages, calls
+
+
+def call_answers(*, campaign: Campaign, ids: list[Any]) -> dict[str, dict[str, Any]]:
+    """How each of these held calls was answered, by its id (as a string): `{by, to, reason}`
+    from its chained transition out of `awaiting_approval` (`to` is `pending` once approved).
+    One query for the feed, whatever the number of calls."""
+    links = (
+        StatusTransition.objects.filter(
+            campaign=campaign,
+            invocation_id__in=ids,
+            from_status=ToolInvocation.Status.AWAITING_APPROVAL,
+        )
+        .order_by("after_sequence", "ordinal")
+        .values("invocation_id", "to_status", "reason", "by__username")
+    )
+    answers: dict[str, dict[str, Any]] = {}
+    for link in links:
+        answers.setdefault(
+            str(link["invocation_id"]),
+            {"by": link["by__username"] or "", "to": link["to_status"], "reason": link["reason"]},
+        )
+    return answers
 
 
 def later_turn_actors(*, campaign: Campaign, since: Turn) -> list[tuple[int, int]]:

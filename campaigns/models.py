@@ -388,6 +388,10 @@ class Turn(Revertible):
     retry_of = models.OneToOneField(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="retry"
     )
+    # The undone turn this one puts back exactly (audit/services/redo.py); redone at most once.
+    redo_of = models.OneToOneField(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="redo"
+    )
 
     class Meta:
         indexes = [

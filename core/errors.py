@@ -55,6 +55,15 @@ class StalePreview(Conflict, status=409, detail="The preview is stale."):
         self.preview = preview
 
 
+class Diverged(Conflict, status=409, detail="The world has changed since."):
+    """What an undone turn wrote has changed since it was undone, so it cannot be put back
+    exactly; `changes` says what: `{entity, id, field, was, now}`."""
+
+    def __init__(self, detail: str, *, changes: list[dict[str, Any]]) -> None:
+        super().__init__(detail)
+        self.changes = changes
+
+
 class Gone(AppError, status=410, detail="It is gone."):
     """It existed and can no longer be used (an expired, revoked or used-up invite link)."""
 

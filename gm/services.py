@@ -113,6 +113,8 @@ def turn_retry(*, campaign_id: Any, turn_id: Any, user: Any, ip: str | None = No
             )
         if Turn.objects.filter(retry_of=turn).exists():
             raise Conflict("This turn has already been retried.")
+        if Turn.objects.filter(redo_of=turn).exists():
+            raise Conflict("This turn was redone: its redo stands in its place.")
         said = turn.messages.filter(role=ChatMessage.Role.PLAYER).order_by("pk").first()
         return _queue(
             campaign=campaign,

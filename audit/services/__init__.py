@@ -9,13 +9,17 @@ from audit.services.revert import (
     turn_undo,
     turn_undo_plan,
 )
+from audit.services.rewind import RewindResult, turn_rewind, turn_rewind_plan
 
 __all__ = [
     "RevertResult",
+    "RewindResult",
     "UndoResult",
     "invocation_dispatch",
     "invocation_revert",
     "invocation_revert_plan",
     "turn_undo",
+    "turn_rewind",
+    "turn_rewind_plan",
     "turn_undo_plan",
 ]

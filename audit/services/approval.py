@@ -25,7 +25,7 @@ from django.utils import timezone
 from ai_tools import registry
 from audit.chain import transitions_append
 from audit.models import ApprovalAnswer, ToolInvocation
-from audit.permissions import authorize_approval
+from audit.permissions import authorize_approval, may_approve
 from audit.selectors import invocation_get
 from audit.services.common import ToolFailed, campaign_lock
 from audit.services.dispatch import approved_call_run, held_call_context
@@ -85,11 +85,18 @@ def invocation_reject(
     world changes; the GM reads the refusal, with the reason, as the call's error."""
     with recording_denials(user=user, ip=ip), transaction.atomic(durable=True):
         campaign, row = _lock_held(campaign_id, invocation_id, user, reject=True)
-        said = f": {reason.strip()}" if reason.strip() else "."
-        why = f"{user.get_username()} rejected this call{said}"
+        why = _refusal_words(campaign, row, user=user, reason=reason)
         _transition(campaign, row, Status.REJECTED, by=user, reason=why)
         _resolved(row, ApprovalAnswer.REJECTED, by=user, reason=why)
     return ApprovalResult(ApprovalAnswer.REJECTED, row)
+
+
+def _refusal_words(campaign: Campaign, row: ToolInvocation, *, user: Any, reason: str) -> str:
+    """What the table and the GM read of a refusal, with who and why: an approver rejects the
+    call; the turn's own player, who may not approve it, withdraws it."""
+    said = f": {reason.strip()}" if reason.strip() else "."
+    withdrawn = not may_approve(user=user, campaign=campaign, actor_id=row.user_id)
+    return f"{user.get_username()} {'withdrew' if withdrawn else 'rejected'} this call{said}"
 
 
 def invocation_expire(*, invocation_id: Any) -> str:

@@ -430,3 +430,35 @@ def _commit(
     ]
     row.broadcast_events = broadcast_on_commit(row.campaign_id, events, after=after)
     return after + len(events)
+
+
+def redone_call_run(
+    original: ToolInvocation, locked: Campaign, *, turn: Turn, by: Any
+) -> ToolInvocation:
+    """Run an undone call again, exactly as it was asked (the same tool, input, model, source,
+    actor and tool_use id), as a new row at the log's tip in `turn`, made by `by`
+    (`requested_by` when that is not the actor): the redo of its turn
+    (`audit.services.redo`). Through the dispatch's own steps, with the powers the call had (the
+    GM's for the GM's call) and without asking for approval again: it puts back what already
+    ran. Assumes the campaign lock, in the caller's transaction; a refusal or a tool error
+    raises ToolFailed, and the caller's transaction rolls back whole."""
+    tool = registry.write_tool(original.tool_name)
+    fields = {
+        **{name: getattr(original, name) for name in _CARRIED},
+        "turn": turn,
+        "requested_by_id": _caller_if_not_actor(by, original.user),
+        "tool_use_id": original.tool_use_id,
+    }
+    caller = by if fields["requested_by_id"] else original.user
+    powers = _powers(locked, caller=caller, source=original.source)
+    ctx = ToolContext(
+        campaign=locked,
+        actor=original.user,
+        turn=turn,
+        powers=powers,
+        tool_use_id=original.tool_use_id,
+    )
+    row = _new_row(fields, locked, status=ToolInvocation.Status.COMMITTED)
+    event_seq = _run(tool, ctx, row, after=locked.event_seq)
+    _append(row, locked, event_seq=event_seq, turn_checked=True)
+    return row

@@ -14,7 +14,7 @@ from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from core.errors import AppError, CallRefused, Conflict, StalePreview
+from core.errors import AppError, CallRefused, Conflict, Diverged, StalePreview
 from core.faults import RETRY_AFTER_SECONDS, UNAVAILABLE_DETAIL, is_unavailable
 
 logger = logging.getLogger(__name__)
@@ -62,6 +62,8 @@ def _app_error_body(exc: AppError) -> dict[str, Any]:
         body["conflicts"] = [str(c) for c in exc.conflicts]
     if isinstance(exc, StalePreview):
         body["preview"] = exc.preview
+    if isinstance(exc, Diverged):
+        body["changes"] = exc.changes
     if isinstance(exc, CallRefused):
         body["invocation"] = str(exc.invocation)
     return body

@@ -109,7 +109,7 @@ def test_the_detail_shows_the_preview_and_who_answered_and_when(world, held):
     assert ran["approval_of"] == str(held.pk) and ran["status"] == "committed"
 
 
-def test_reject_takes_a_reason(world, held):
+def test_reject_takes_a_reason_and_the_turns_player_withdraws_rather_than_rejects(world, held):
     response = client_for(world.player).post(
         campaign_url(world, f"invocations/{held.pk}/reject/"),
         {"reason": "not that goblin"},
@@ -117,7 +117,7 @@ def test_reject_takes_a_reason(world, held):
     )
     assert response.status_code == 200
     detail = client_for(world.player).get(campaign_url(world, f"invocations/{held.pk}/")).json()
-    assert detail["approval"]["reason"] == "player rejected this call: not that goblin"
+    assert detail["approval"]["reason"] == "player withdrew this call: not that goblin"
 
 
 @pytest.mark.parametrize("action,expected", [("approve", 403), ("reject", 200)])

@@ -258,8 +258,8 @@ def test_the_first_evening_from_sign_up_to_undo_from_here(asgi_server: str, gm_w
 
         # Undo from here: the owner rewinds from the first turn, the friend's and their own.
         first = owner.locator("#feed > .turn", has_text="I attack the wolf").first
-        first.get_by_role("button", name="Undo from here").click()
-        undo_dialog(owner, "Undo from here", "start the fight again")
+        first.get_by_role("button", name="Undo this and what depends on it").click()
+        undo_dialog(owner, "Undo this and what depends on it", "start the fight again")
         for page in (owner, friend):
             expect(card(page, "foes", "Wolf").locator(".hp-text")).to_have_text("30 / 30")
             # The first turn collapses; the later turn that hit the wolf again keeps its line,

@@ -40,8 +40,12 @@ def test_the_owner_undoes_from_an_earlier_turn_and_both_players_see_it_live(
         )
         first_block = f'#feed [data-turn="{first.pk}"]'
         # The player may not revert the other player's later turn: no button; the owner has one.
-        expect(player.get_by_role("button", name="Undo from here")).to_have_count(0)
-        from_here = owner.locator(first_block).get_by_role("button", name="Undo from here")
+        expect(player.get_by_role("button", name="Undo this and what depends on it")).to_have_count(
+            0
+        )
+        from_here = owner.locator(first_block).get_by_role(
+            "button", name="Undo this and what depends on it"
+        )
         expect(from_here).to_be_visible()
         # Changes read in plain words on the page, the tool's name in a detail.
         expect(owner.locator(first_block).locator(".call .summary")).to_have_text(
@@ -66,7 +70,7 @@ def test_the_owner_undoes_from_an_earlier_turn_and_both_players_see_it_live(
         expect(dialog).to_contain_text("The message and the GM’s reply leave the feed")
         screenshot(owner, "undo-from-here-plan.png")
         dialog.get_by_label("Why are you undoing it?").fill("wrong foe")
-        dialog.get_by_role("button", name="Undo from here").click()
+        dialog.get_by_role("button", name="Undo this and what depends on it").click()
         expect(dialog).to_be_hidden()
 
         for page in (owner, player):

@@ -79,7 +79,7 @@ def answer(world, held, how: str) -> None:
         ("waiting", [("awaiting_approval", "awaiting approval")]),
         # Approved, it ran as a row of its own: the feed shows that one call, done.
         ("approved", [("committed", "")]),
-        ("rejected", [("rejected", "rejected: not done")]),
+        ("rejected", [("rejected", "not done")]),
         ("expired", [("expired", "not approved in time: not done")]),
     ],
 )

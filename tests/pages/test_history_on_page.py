@@ -146,7 +146,7 @@ def test_an_undone_turn_is_one_line_expanding_to_its_message_reply_and_changes(
     assert body.index("I attack the goblin") < body.index("Your blade bites deep.")
     assert "Goblin takes 4 damage (7 → 3)" in body
     assert '<details class="undone-turn">' in html
-    assert "Undo from here" not in html
+    assert "Undo this and what depends on it" not in html
 
 
 # ---- Undo from here: who sees it -----------------------------------------------------------

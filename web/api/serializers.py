@@ -202,6 +202,9 @@ class TurnSerializer(RevertibleSerializer):
     retry_of = serializers.PrimaryKeyRelatedField(
         read_only=True, allow_null=True, help_text="The undone turn this one runs the GM again on."
     )
+    redo_of = serializers.PrimaryKeyRelatedField(
+        read_only=True, allow_null=True, help_text="The undone turn this one puts back exactly."
+    )
 
     class Meta:
         model = Turn
@@ -212,6 +215,7 @@ class TurnSerializer(RevertibleSerializer):
             "attempts",
             "cancel_requested",
             "retry_of",
+            "redo_of",
             "created_at",
             *Turn.REVERT_FIELDS,
             "messages",

@@ -10,8 +10,8 @@ and a SecurityEvent (the services decide, and record it); a turn in the wrong st
 from collections.abc import Callable
 from typing import Any
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import status
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -19,6 +19,7 @@ from audit import services as audit_services
 from audit.models import ToolInvocation
 from audit.selectors import turn_list
 from audit.services.agent import agent_call
+from audit.services.redo import turn_redo
 from campaigns.selectors import turn_get
 from core.api.base import (
     ApiListView,
@@ -28,7 +29,7 @@ from core.api.base import (
     list_schema,
     with_post_schema,
 )
-from core.api.errors import RefusedSerializer, error_responses
+from core.api.errors import ConflictSerializer, RefusedSerializer, error_responses
 from gm.services import turn_cancel, turn_retry, turn_submit
 from web.api.audit import serializers as audit_s
 from web.api.audit.views import RevertActionView, RevertPlanView, revert_action_schema
@@ -92,6 +93,43 @@ class TurnRetryView(TurnGMView):
     message (`retry_of` is the undone turn). A turn is retried once."""
 
     service = staticmethod(turn_retry)
+
+
+class ChangeSerializer(serializers.Serializer):
+    entity = serializers.CharField()
+    id = serializers.CharField()
+    field = serializers.CharField()
+    was = serializers.JSONField(
+        allow_null=True, help_text="As the turn found it (its undo put it back)."
+    )
+    now = serializers.JSONField(allow_null=True)
+
+
+class DivergedSerializer(ConflictSerializer):
+    changes = ChangeSerializer(
+        many=True, required=False, help_text="What changed since the turn was undone."
+    )
+
+
+@extend_schema_view(
+    post=extend_schema(
+        tags=["turns"],
+        summary="Redo an undone turn exactly: the same calls, inputs and dice, as a new turn",
+        request=NoInput,
+        responses={
+            200: OpenApiResponse(TurnSerializer, "The new turn, which puts the undone one back."),
+            **error_responses(403),
+            409: DivergedSerializer,
+        },
+    )
+)
+class TurnRedoView(TurnGMView):
+    """Put an undone turn back as it was (`redo_of` is the undone turn): its calls run again
+    through the audited dispatch with the same inputs, as new log rows, with its messages and
+    the GM's dice as they were; undoable like any turn. A 409 when what it wrote changed since
+    it was undone (`changes`: `{entity, id, field, was, now}`), or once redone or retried."""
+
+    service = staticmethod(turn_redo)
 
 
 @list_schema("turns", "Turns, newest first, with their messages and invocation summaries")
@@ -199,3 +237,81 @@ class TurnUndoPlanView(RevertPlanView):
     """What undoing this turn would do (`…/undo-plan/`)."""
 
     plan_of = staticmethod(audit_services.turn_undo_plan)
+
+
+class RewindInput(StrictSerializer):
+    reason = serializers.CharField(max_length=1000, required=False, default="", allow_blank=True)
+
+
+class RewoundTurnSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    actor = serializers.CharField()
+    status = serializers.CharField()
+
+
+class RewindPlanSerializer(serializers.Serializer):
+    turns = RewoundTurnSerializer(many=True)
+    invocations = audit_s.PlannedInvocationSerializer(many=True)
+    blocked = audit_s.PlannedInvocationSerializer(many=True)
+    diff = audit_s.DiffRowSerializer(many=True)
+
+
+class RewindResultSerializer(serializers.Serializer):
+    turns = serializers.ListField(child=serializers.IntegerField())
+    reverted = serializers.ListField(child=serializers.UUIDField())
+
+
+@extend_schema(tags=["turns"])
+class TurnRewindPlanView(ApiView):
+    """What rewinding to before this turn would do, computed without changing anything: the
+    turns it undoes and every call it reverts, newest first (`blocked`: calls that cannot be
+    reverted, which the rewind refuses with 409), and each field before → after → now. A caller
+    who may not revert all of it gets the rewind's 403 (recorded). POST answers as GET."""
+
+    def _plan(self, request: Request, campaign_id: Any, turn_id: int) -> Response:
+        visible_campaign(request, campaign_id)
+        plan = audit_services.turn_rewind_plan(
+            campaign_id=campaign_id, turn_id=turn_id, user=request.user, ip=client_ip(request)
+        )
+        return Response(RewindPlanSerializer(plan).data)
+
+    @extend_schema(
+        summary="What a rewind to before this turn would do",
+        responses={200: RewindPlanSerializer, **error_responses(403)},
+    )
+    def get(self, request: Request, campaign_id: Any, turn_id: int) -> Response:
+        return self._plan(request, campaign_id, turn_id)
+
+    @extend_schema(
+        summary="What a rewind to before this turn would do (the same answer as GET)",
+        request=NoInput,
+        responses={200: RewindPlanSerializer, **error_responses(403)},
+    )
+    def post(self, request: Request, campaign_id: Any, turn_id: int) -> Response:
+        validated(NoInput, request.data)
+        return self._plan(request, campaign_id, turn_id)
+
+
+@extend_schema(tags=["turns"])
+class TurnRewindView(ApiView):
+    """Rewind the table to before this turn: it and every later turn undone, their calls and
+    the table's own hand since reverted newest first, in one transaction or not at all; 403
+    naming what the caller may not revert (nothing changes), 409 for a call that cannot be
+    reverted."""
+
+    @extend_schema(
+        summary="Rewind to before this turn: undo it and every later turn, newest first",
+        request=RewindInput,
+        responses={200: RewindResultSerializer, **error_responses(403, 409)},
+    )
+    def post(self, request: Request, campaign_id: Any, turn_id: int) -> Response:
+        visible_campaign(request, campaign_id)
+        data = validated(RewindInput, request.data)
+        outcome = audit_services.turn_rewind(
+            campaign_id=campaign_id,
+            turn_id=turn_id,
+            user=request.user,
+            ip=client_ip(request),
+            **data,
+        )
+        return Response(RewindResultSerializer(outcome).data)

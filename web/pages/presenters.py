@@ -16,6 +16,7 @@ from django.utils import timezone
 from audit.models import InvocationOrigin, SkipReason, ToolInvocation
 from audit.selectors import (
     Rights,
+    call_answers,
     call_concealed,
     later_turn_actors,
     log_fog,
@@ -23,6 +24,7 @@ from audit.selectors import (
     turn_feed,
 )
 from audit.services.revert import turn_undo_plan
+from audit.services.rewind import turn_rewind_plan
 from campaigns.models import Campaign, ChatMessage, Creature, DiceRoll, Turn
 from campaigns.selectors import (
     campaign_event_seq,
@@ -55,7 +57,9 @@ CALL_LABELS = {
     # Held for a person's answer (docs/architecture.md#human-in-the-loop); answered no, or never, it
     # did not happen.
     ToolInvocation.Status.AWAITING_APPROVAL: "awaiting approval",
-    ToolInvocation.Status.REJECTED: "rejected: not done",
+    # Rejected by an approver or withdrawn by the turn's player: the call's note says which,
+    # by whom and why (`call_note`), so the label does not say "rejected" of a withdrawal.
+    ToolInvocation.Status.REJECTED: "not done",
     ToolInvocation.Status.EXPIRED: "not approved in time: not done",
 }
 
@@ -71,6 +75,7 @@ class ToolCallCard:
     actor: str = ""
     requested_by: str = ""
     by_hand: bool = False  # a person's own call (the GM's hand), not the AI's
+    note: str = ""  # who answered or undid it, and why, in the table's words (`call_note`)
 
     @property
     def provenance(self) -> str:
@@ -147,6 +152,8 @@ class TurnCard:
     stopping: bool = False
     retried: bool = False
     retry_of: int | None = None
+    redone: bool = False  # put back as it was, in a later turn (`audit.services.redo`)
+    redo_of: int | None = None
     reverted_at: datetime | None = None
     undo_onwards: bool = False  # may revert this turn and every later one (the one policy)
     undo_from_here: bool = False  # ... and there is a later one: "Undo from here" is offered
@@ -197,7 +204,14 @@ class TurnCard:
         """Retry is offered on an undone turn the GM was asked to answer, once, to those the
         retry service lets retry it."""
         asked = self.status != Turn.Status.OPEN
-        return self.reverted and asked and not self.retried and self.undoable
+        return self.reverted and asked and not self.retried and not self.redone and self.undoable
+
+    @property
+    def redoable(self) -> bool:
+        """Redo ("put it back as it was") is offered on an undone turn that said or did
+        something, once, to those the redo service lets redo it; not after a retry."""
+        did = bool(self.calls) or any(m.role == ChatMessage.Role.GM for m in self.messages)
+        return self.reverted and did and not self.retried and not self.redone and self.undoable
 
 
 def feed(*, campaign: Campaign, rights: Rights, turn_id: Any = None) -> list[TurnCard]:
@@ -215,6 +229,7 @@ def feed(*, campaign: Campaign, rights: Rights, turn_id: Any = None) -> list[Tur
         )
         names = names_seen(creature_names(campaign=campaign), fog)
         onwards, last = _undo_from_here(campaign=campaign, rights=rights, turns=turns)
+        answers = answers_of(campaign=campaign, rows=[r for t in rows.values() for r in t])
     views = [
         TurnCard(
             id=t.pk,
@@ -223,7 +238,7 @@ def feed(*, campaign: Campaign, rights: Rights, turn_id: Any = None) -> list[Tur
             created_at=t.created_at,
             messages=messages[t.pk],
             rolls=[roll_card(roll) for roll in rolls[t.pk]],
-            calls=[_tool_call(row, names, fog) for row in rows[t.pk]],
+            calls=[noted(_tool_call(row, names, fog), row, answers) for row in rows[t.pk]],
             undoable=rights.reverts(t.actor_id),
             reverted=t.reverted_at is not None,
             reverted_by=t.reverted_by.get_username() if t.reverted_by else "",
@@ -231,6 +246,8 @@ def feed(*, campaign: Campaign, rights: Rights, turn_id: Any = None) -> list[Tur
             stopping=t.cancel_requested_at is not None,
             retried=t.retried,
             retry_of=t.retry_of_id,
+            redone=t.redone,
+            redo_of=t.redo_of_id,
             reverted_at=t.reverted_at,
             undo_onwards=t.pk in onwards,
             undo_from_here=t.pk in onwards and t.pk != last,
@@ -307,6 +324,45 @@ def _tool_call(row: dict[str, Any], names: dict[int, str], fog: Fog | None) -> T
         requested_by=row["requested_by__username"] or "",
         by_hand=row["source"] == InvocationOrigin.USER,
     )
+
+
+def answers_of(*, campaign: Campaign, rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """How the held calls among the feed's rows were answered (`audit.selectors.call_answers`):
+    a refused or expired one by its own id, an approved one by the row it ran as."""
+    refused = (ToolInvocation.Status.REJECTED, ToolInvocation.Status.EXPIRED)
+    held = {str(r["pk"]): str(r["pk"]) for r in rows if r["status"] in refused}
+    held.update({str(r["approval_of_id"]): str(r["pk"]) for r in rows if r["approval_of_id"]})
+    if not held:
+        return {}
+    answers = call_answers(campaign=campaign, ids=list(held))
+    return {held[pk]: answer for pk, answer in answers.items()}
+
+
+def noted(
+    card: ToolCallCard, row: dict[str, Any], answers: dict[str, dict[str, Any]]
+) -> ToolCallCard:
+    """The card with its note: who approved, refused or withdrew it, or undid it alone, and
+    their reason, as the table reads it (docs/api.md#the-feeds-history-and-the-undo-dialog)."""
+    card.note = call_note(row, answers.get(str(row["pk"])))
+    return card
+
+
+def call_note(row: dict[str, Any], answer: dict[str, Any] | None) -> str:
+    reverted_by = row.get("reverted_by__username") or ""
+    if row["status"] == ToolInvocation.Status.REVERTED and reverted_by:
+        why = (row.get("revert_reason") or "").strip()
+        return f"Undone by {reverted_by}" + (f": “{why}”" if why else "")
+    if answer is None:
+        return ""
+    if answer["to"] == ToolInvocation.Status.PENDING:  # approved, and ran as this row
+        why = answer["reason"].strip()
+        said = f": “{why}”" if why and why != APPROVED_MARK else ""
+        return f"Approved by {answer['by'] or 'someone'}{said}"
+    return answer["reason"]  # the refusal's own sentence: "dara withdrew this call: …"
+
+
+# The reason the approval service chains on an approval given without a note.
+APPROVED_MARK = "approved"
 
 
 def event_seq(campaign: Campaign) -> int:
@@ -477,3 +533,47 @@ def _diff_line(row: dict[str, Any], names: dict[int, str]) -> str:
         return text if len(text) <= 40 else f"{text[:39]}…"
 
     return f"{what} {field}: {shown(row['now'])} → {shown(row['before'])}"
+
+
+def rewind_plan(
+    *, campaign: Campaign, rights: Rights, turn_id: int, ip: str | None
+) -> dict[str, Any]:
+    """The rewind dialog's content: the turns that go (newest first, each named as the undo
+    dialog names one), every change put back in plain words, the fields before → after, and
+    what cannot be reverted. The plan service decides and authorises (a Forbidden or NotFound
+    propagates: the dialog then shows the refusal alone, which names what blocks it)."""
+    plan = turn_rewind_plan(campaign_id=campaign.pk, user=rights.user, turn_id=turn_id, ip=ip)
+    shown = {t.id: t for t in feed(campaign=campaign, rights=rights) if not t.reverted}
+    ids = [c["id"] for c in plan["invocations"]]
+    rows = logged_calls(campaign=campaign, ids=ids)
+    fog = players_fog(campaign=campaign, rights=rights, rows=list(rows.values()))
+    names = names_seen(creature_names(campaign=campaign), fog)
+
+    def change(call: dict[str, Any]) -> PlannedChange:
+        row = rows.get(call["id"], {})
+        text = describe(
+            call["tool_name"],
+            row.get("input"),
+            names=names,
+            snapshot=row.get("revert_snapshot"),
+            post_state=row.get("post_state"),
+            fog=fog,
+        )
+        return PlannedChange(text=text, tool_name=call["tool_name"])
+
+    def turn_words(turn: dict[str, Any]) -> str:
+        card = shown.get(turn["id"])
+        said = card.said if card else ""
+        return f"{turn['actor']}’s turn" + (f": ‘{said}’" if said else "")
+
+    first = next((t for t in plan["turns"] if t["id"] == turn_id), None)
+    return {
+        "turn_id": turn_id,
+        "title": f"Rewind to before {turn_words(first)}?" if first else "Rewind to here?",
+        "turns": [turn_words(t) for t in plan["turns"]],
+        "changes": [change(c) for c in plan["invocations"]],
+        "blocked": [change(c) for c in plan["blocked"]],
+        "diff": list(
+            dict.fromkeys(_diff_line(row, names) for row in plan["diff"] if not _hides(row, fog))
+        ),
+    }

@@ -32,6 +32,7 @@ urlpatterns = [
         views.campaign_undo_plan,
         name="campaign_undo_plan",
     ),
+    path(CAMPAIGN + "rewind-plan/", views.campaign_rewind_plan, name="campaign_rewind_plan"),
     path(CAMPAIGN + "approvals/", approvals.campaign_approvals, name="campaign_approvals"),
     path(CAMPAIGN + "members/", setup.member_add, name="page_members"),
     path(CAMPAIGN + "creatures/", setup.creature_add, name="page_creatures"),

@@ -201,3 +201,28 @@ def campaign_undo_plan(request: HttpRequest, campaign_id: Any) -> HttpResponse:
     except NotFound as exc:
         raise Http404("No such turn.") from exc
     return render(request, "campaigns/_undo_plan.html", plan)
+
+
+@login_required
+@require_GET
+def campaign_rewind_plan(request: HttpRequest, campaign_id: Any) -> HttpResponse:
+    """The rewind dialog's content for `?turn=`: that turn and every later one, drawn by the
+    server in plain words, on the same plan service as `…/turns/{tid}/rewind-plan/`. A member
+    who may not rewind it all gets a 403 with the message alone, naming what blocks it (and a
+    security event)."""
+    campaign = member_campaign(request, campaign_id)
+    turn_id = request.GET.get("turn", "")
+    if not FEED_ID.fullmatch(turn_id):
+        raise Http404("No such turn.")
+    try:
+        plan = presenters.rewind_plan(
+            campaign=campaign,
+            rights=viewer_rights(campaign=campaign, user=request.user),
+            turn_id=int(turn_id),
+            ip=client_ip(request),
+        )
+    except Forbidden as denial:
+        return HttpResponse(denial.detail, status=403, content_type="text/plain")
+    except NotFound as exc:
+        raise Http404("No such turn.") from exc
+    return render(request, "campaigns/_rewind_plan.html", plan)

@@ -61,6 +61,9 @@ export async function refreshTurn(turnId) {
   // A retry's first sight: the undone turn it retries no longer offers Retry.
   const retried = fresh.dataset.retryOf && turnNode(fresh.dataset.retryOf);
   if (retried && !retried.dataset.retried) refreshTurn(Number(fresh.dataset.retryOf));
+  // ... and a redo's: the undone turn it puts back no longer offers Redo.
+  const redone = fresh.dataset.redoOf && turnNode(fresh.dataset.redoOf);
+  if (redone && $(":scope > .redo", redone)) refreshTurn(Number(fresh.dataset.redoOf));
 }
 
 // A player's roll is an entry of its own: a hidden slot takes its place in the feed at once and
@@ -85,8 +88,9 @@ export async function drawRoll(rollId, turnId) {
 }
 
 // Which of the offers the server drew for each turn stand, given the turns around it: only the
-// most recent GM turn offers Undo (each change by the GM's own hand offers its own), and "Undo
-// from here" (the server's answer per turn: may this user revert it and every later one) stands
+// most recent GM turn offers Undo (each change by the GM's own hand offers its own), and "Rewind
+// to here" with "Undo this and what depends on it" (the server's answer per turn: may this user
+// revert it and every later one) stand
 // on every turn but the newest, while every later turn answers yes too: a turn drawn when it
 // was the newest carries the button hidden, and shows it once a later turn arrives.
 export function refreshUndo() {
@@ -99,8 +103,9 @@ export function refreshUndo() {
   let allowed = true;
   for (const [index, turn] of live.entries()) {
     allowed = allowed && turn.dataset.from === "1";
-    const button = $(":scope > .undo-from", turn);
-    if (button) button.hidden = !allowed || index === 0; // the newest offers its own Undo
+    for (const button of $$(":scope > .undo-from, :scope > .rewind", turn)) {
+      button.hidden = !allowed || index === 0; // the newest offers its own Undo
+    }
   }
 }
 
@@ -153,6 +158,11 @@ on("dice_rolled", ({ turn, data }) => drawRoll(data.id, turn));
 // tool call is drawn in the feed now.
 on("state_changed", ({ source, turn }) => {
   if (source === "user" && known(turn)) refreshTurn(turn);
+});
+
+// A held call answered: its turn's card says who approved, rejected or withdrew it, and why.
+on("approval_resolved", ({ turn }) => {
+  if (known(turn)) refreshTurn(turn);
 });
 
 on("invocation_reverted", ({ turn }) => {

@@ -1,7 +1,10 @@
-// The undo dialog. The server draws the plan (each change in plain words, before → after, the
-// later changes in the way) as a fragment; this module swaps it in, and confirms through the
+// The undo dialog, for an undo, an undo of what depends on a turn, and a rewind. The server
+// draws the plan (each change in plain words, before → after, the later changes in the way, or
+// the turns a rewind takes) as a fragment; this module swaps it in, and confirms through the
 // API. A refusal shows its message alone: no plan, no reason box, no button that cannot work.
+// Redo needs no dialog: it puts back what the feed still shows; a refusal shows by the turn.
 
+import { refreshTurn } from "./feed.js";
 import { $, API, PAGE, UNREACHABLE, fragment, problem, request, show } from "./http.js";
 import { offline, resync } from "./socket.js";
 
@@ -28,27 +31,34 @@ function refused(text) {
   keepButton.textContent = "Close";
 }
 
-function openUndo(turnId, cascade = false) {
-  undoing = { turn: turnId, cascade };
+function openUndo(turnId, cascade = false, rewind = false) {
+  undoing = { turn: turnId, cascade, rewind };
   $(".undo-plan", dialog).replaceChildren();
   $(".undo-plan", dialog).hidden = false;
   $(".reason", dialog).hidden = false;
   confirmButton.hidden = false;
   confirmButton.disabled = true;
-  confirmButton.textContent = cascade ? "Undo from here" : "Undo turn";
-  keepButton.textContent = "Keep the turn";
+  confirmButton.textContent = rewind
+    ? "Rewind"
+    : cascade
+      ? "Undo this and what depends on it"
+      : "Undo turn";
+  keepButton.textContent = rewind ? "Keep the table as it is" : "Keep the turn";
   undoForm.elements.reason.value = "";
   undoError("");
-  undoStatus("Working out what this undo changes…");
+  undoStatus(rewind ? "Working out what this rewind changes…" : "Working out what this undo changes…");
   dialog.showModal();
   loadPlan();
 }
 
 async function loadPlan() {
-  const { turn, cascade } = undoing;
+  const { turn, cascade, rewind } = undoing;
+  const url = rewind
+    ? `${PAGE}/rewind-plan/?turn=${turn}`
+    : `${PAGE}/undo-plan/?turn=${turn}${cascade ? "&cascade=1" : ""}`;
   let response;
   try {
-    response = await fetch(`${PAGE}/undo-plan/?turn=${turn}${cascade ? "&cascade=1" : ""}`, {
+    response = await fetch(url, {
       credentials: "same-origin",
       headers: { Accept: "text/html" },
     });
@@ -81,15 +91,15 @@ async function loadPlan() {
 undoForm.addEventListener("submit", async (event) => {
   if (event.submitter?.value !== "confirm") return; // "Keep the turn" just closes the dialog
   event.preventDefault();
-  const { turn, cascade } = undoing;
+  const { turn, cascade, rewind } = undoing;
   confirmButton.disabled = true;
   undoError("");
-  undoStatus("Undoing…");
+  undoStatus(rewind ? "Rewinding…" : "Undoing…");
+  const reason = undoForm.elements.reason.value.trim();
   try {
-    const response = await request("POST", `${API}/turns/${turn}/undo/`, {
-      reason: undoForm.elements.reason.value.trim(),
-      cascade,
-    });
+    const response = rewind
+      ? await request("POST", `${API}/turns/${turn}/rewind/`, { reason })
+      : await request("POST", `${API}/turns/${turn}/undo/`, { reason, cascade });
     if (response.ok) {
       const result = await response.json();
       if (offline()) resync();
@@ -122,8 +132,31 @@ dialog.addEventListener("close", () => {
   undoing = null;
 });
 
+async function redo(button) {
+  const turnId = Number(button.dataset.redo);
+  const error = $(":scope > .redo-error", button.closest(".turn"));
+  button.disabled = true;
+  show(error, false);
+  try {
+    const response = await request("POST", `${API}/turns/${turnId}/redo/`, {});
+    if (!response.ok) {
+      show(error, true, await problem(response));
+      button.disabled = false;
+      return;
+    }
+    if (offline()) resync();
+  } catch {
+    show(error, true, UNREACHABLE);
+    button.disabled = false;
+    return;
+  }
+  refreshTurn(turnId);
+}
+
 document.addEventListener("click", (event) => {
-  const button = event.target.closest("button.undo, button.undo-from");
+  const button = event.target.closest("button.undo, button.undo-from, button.rewind, button.redo");
   if (button?.dataset.undo) openUndo(Number(button.dataset.undo));
   else if (button?.dataset.undoFrom) openUndo(Number(button.dataset.undoFrom), true);
+  else if (button?.dataset.rewind) openUndo(Number(button.dataset.rewind), false, true);
+  else if (button?.dataset.redo) redo(button);
 });
