@@ -19,16 +19,19 @@ READS = {"get_state", "recent_log", "pending_approvals", "get_invocation"}
 CRITICAL = {"end_adventure", "start_combat", "modify_creature"}
 
 
-def raw(url, token="", scheme="Bearer", body=LIST, origin="", path_suffix=""):
+def raw(
+    url, token="", scheme="Bearer", body=LIST, origin="", path_suffix="", method="POST", version=""
+):
     """A plain POST as a hand-written client sends it: (status, headers, body)."""
     import json
     import urllib.error
     import urllib.request
 
-    request = urllib.request.Request(url + path_suffix, data=json.dumps(body).encode())
+    data = json.dumps(body).encode() if method == "POST" else None
+    request = urllib.request.Request(url + path_suffix, data=data, method=method)
     request.add_header("Content-Type", "application/json")
     request.add_header("Accept", "application/json, text/event-stream")
-    request.add_header("MCP-Protocol-Version", "2025-11-25")
+    request.add_header("MCP-Protocol-Version", version or "2025-11-25")
     if token:
         request.add_header("Authorization", f"{scheme} {token}")
     if origin:
@@ -38,7 +41,7 @@ def raw(url, token="", scheme="Bearer", body=LIST, origin="", path_suffix=""):
             status, headers, data = response.status, dict(response.headers), response.read()
     except urllib.error.HTTPError as error:
         status, headers, data = error.code, dict(error.headers), error.read()
-    return status, headers, json.loads(data) if data else None
+    return status, headers, json.loads(data) if data.strip() else None
 
 
 # ---- who gets in ------------------------------------------------------------------------------
@@ -102,6 +105,11 @@ def test_requests_of_another_era_or_shape_get_json_rpc_errors_never_a_500(url, t
         url, token=key, body={"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {}}
     )
     assert status < 500 and "error" in answer
+    status, _, answer = raw(url, token=key, version="1999-01-01")  # an era nobody speaks
+    assert 400 <= status < 500 and "error" in answer
+    for method in ("GET", "DELETE"):  # no stream, no session: a stateless server keeps none
+        status, _, answer = raw(url, token=key, method=method)
+        assert 400 <= status < 500, (method, status, answer)
 
 
 # ---- what a client lists ----------------------------------------------------------------------

@@ -9,7 +9,8 @@ trusted one is refused (403) by the websocket's very check (`web.ws_auth.origin_
 API token (`Authorization: Bearer <token>`, or `Token <token>` as the REST API takes it, with its
 TTL and revocation) is required (401 with `WWW-Authenticate`); requests are counted per user
 against MCP_RATE (429 with `Retry-After`); the campaign must be one the user sees (404 for
-anyone else, as the REST API answers a non-member). What passes is handed to the SDK with the
+anyone else, as the REST API answers a non-member); a GET (the stream of a stateful server)
+is 405. What passes is handed to the SDK with the
 caller attached to the ASGI scope, where the tool handlers read it.
 
 The session manager needs its `run()` entered for the life of the process (its task group
@@ -148,6 +149,10 @@ async def gate(scope: dict[str, Any], campaign_id: str) -> ASGIApp | dict[str, A
     refused = await sync_to_async(_admit, thread_sensitive=True)(user, campaign)
     if refused is not None:
         return refused
+    if scope["method"] == "GET":
+        # The stream a GET opens carries what a server sends outside any request; a stateless
+        # server has nothing to send there, and the stream would stay open for good.
+        return refusal(405, "Method Not Allowed: this server keeps no stream.", allow="POST")
     caller = calls.Caller(user=user, campaign_id=campaign, client="", ip=_peer(scope))
     return dict(scope, **{CALLER: (caller, _header(scope, b"user-agent"))})
 
