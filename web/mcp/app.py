@@ -39,6 +39,7 @@ from rest_framework.throttling import SimpleRateThrottle
 
 from campaigns.selectors import campaign_get_visible
 from core.errors import NotFound
+from core.faults import RETRY_AFTER_SECONDS, UNAVAILABLE_DETAIL, is_unavailable
 from web.mcp import calls
 from web.mcp.tools import listing
 from web.ws_auth import origin_allowed, origin_header, token_from_scope, user_for_token
@@ -103,20 +104,29 @@ def refusal(status: int, message: str, **headers: str) -> ASGIApp:
 
 
 def _admit(user: Any, campaign_id: Any) -> ASGIApp | None:
-    """The database half of the gate (in a worker thread): the rate, then the campaign."""
+    """The database half of the gate (in a worker thread): the rate, then the campaign. An
+    unavailable database or cache is a 503 with `Retry-After`, as the REST API answers."""
     close_old_connections()
     try:
-        throttle = McpRateThrottle()
-        if not throttle.allow_request(_ThrottledRequest(user), None):
-            wait = max(1, round(throttle.wait() or 1))
-            return refusal(429, f"Too many requests; retry in {wait} s.", retry_after=str(wait))
-        try:
-            campaign_get_visible(campaign_id=campaign_id, user=user)
-        except NotFound:
-            return refusal(404, "Not found.")
-        return None
+        return _admitted(user, campaign_id)
+    except Exception as exc:
+        if not is_unavailable(exc):
+            raise
+        return refusal(503, UNAVAILABLE_DETAIL, retry_after=str(RETRY_AFTER_SECONDS))
     finally:
         close_old_connections()
+
+
+def _admitted(user: Any, campaign_id: Any) -> ASGIApp | None:
+    throttle = McpRateThrottle()
+    if not throttle.allow_request(_ThrottledRequest(user), None):
+        wait = max(1, round(throttle.wait() or 1))
+        return refusal(429, f"Too many requests; retry in {wait} s.", retry_after=str(wait))
+    try:
+        campaign_get_visible(campaign_id=campaign_id, user=user)
+    except NotFound:
+        return refusal(404, "Not found.")
+    return None
 
 
 async def gate(scope: dict[str, Any], campaign_id: str) -> ASGIApp | dict[str, Any]:
