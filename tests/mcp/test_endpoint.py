@@ -299,10 +299,20 @@ def test_a_held_call_awaits_approval_then_runs_once_approved_over_rest(
 ):
     Campaign.objects.filter(pk=live_world.campaign.pk).update(approval_policy="critical")
     before = dump(live_world.campaign)
-    held = called(
-        url, token("player"), "modify_creature", {"creature_id": live_world.hero.pk, "hp_delta": -4}
-    )
-    content = held.structured_content
+    feed = Feed(asgi_server, live_world.campaign.pk, token("owner"))
+    try:
+        held = called(
+            url,
+            token("player"),
+            "modify_creature",
+            {"creature_id": live_world.hero.pk, "hp_delta": -4},
+        )
+        content = held.structured_content
+        # The approvers' card, as for the GM's own calls, names the client.
+        card = wait_for_event(feed, "approval_requested", content["invocation"])
+    finally:
+        feed.close()
+    assert card["data"]["model"] == "mcp:table-agent 0.3"
     assert held.is_error is False and content["status"] == "awaiting_approval"
     assert content["preview"]["diff"] and content["preview"]["reason"]
     assert dump(live_world.campaign) == before
