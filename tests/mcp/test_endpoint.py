@@ -1,6 +1,10 @@
 """The MCP endpoint through Daphne, driven by the SDK's own client over real HTTP: who gets in,
 what it lists, and every write's path through the log, approval and undo (docs/mcp.md)."""
 
+import json
+import urllib.error
+import urllib.request
+
 import pytest
 
 from ai_tools import registry
@@ -22,11 +26,7 @@ CRITICAL = {"end_adventure", "start_combat", "modify_creature"}
 def raw(
     url, token="", scheme="Bearer", body=LIST, origin="", path_suffix="", method="POST", version=""
 ):
-    """A plain POST as a hand-written client sends it: (status, headers, body)."""
-    import json
-    import urllib.error
-    import urllib.request
-
+    """A plain request as a hand-written client sends it: (status, headers, body)."""
     data = json.dumps(body).encode() if method == "POST" else None
     request = urllib.request.Request(url + path_suffix, data=data, method=method)
     request.add_header("Content-Type", "application/json")
