@@ -270,6 +270,10 @@ class WriteTool(Tool):
     # Who may call it (least privilege): the GM's powers unless the tool says players may too,
     # on their own character (`targets` then names the creatures a call acts on).
     reach: ClassVar[Reach] = Reach.GM
+    # Whether a second call with the same input changes the world no further (it sets a value,
+    # or fails): what MCP clients read as `idempotentHint` (docs/mcp.md#annotations).
+    # tests/mcp/test_idempotent.py runs every example twice to hold the claim to the truth.
+    idempotent: ClassVar[bool] = False
     # Valid inputs against the example world, one per way the tool is used. The system check
     # refuses a write tool without any, and the tests run every one (round trip, bad input,
     # write-set contract, the property test), so a new tool is tested by declaring them.

@@ -16,16 +16,19 @@ from campaigns.models import SecurityEvent as SecurityEvent
 
 
 class InvocationOrigin(models.TextChoices):
-    """Who wrote a log row (`ToolInvocation.source`): the REST tool-call endpoint or the GM
-    runner. Not the source of a realtime event or a chat message (`campaigns.models.Source`).
-    A new way in is a member here (and a migration of the field's choices). The labels are
-    the stored words, which the admin shows as they are."""
+    """Who wrote a log row (`ToolInvocation.source`): the REST tool-call endpoint, the GM
+    runner, a person's own hand or an MCP client. Not the source of a realtime event or a chat
+    message (`campaigns.models.Source`). A new way in is a member here (and a migration of the
+    field's choices). The labels are the stored words, which the admin shows as they are."""
 
     API = "api", "api"
     GM = "gm", "gm"
     # A person's own hand at the table (the GM adjusting HP, a player dragging a token): logged
     # and undoable like the AI's calls; its events carry the source `user`.
     USER = "user", "user"
+    # An outside agent through the MCP endpoint (docs/mcp.md): its events carry the source
+    # `ai_tool_execution`, its row's `model` names the client.
+    MCP = "mcp", "mcp"
 
 
 class SkipReason(StrEnum):

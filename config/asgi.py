@@ -1,4 +1,6 @@
-"""The ASGI entry point: Django for HTTP, the campaign feed for websockets.
+"""The ASGI entry point: Django for HTTP, the MCP endpoint beside it
+(`/api/campaigns/{id}/mcp/`, `web.mcp.app`: the official SDK's Streamable HTTP server, which also
+takes the lifespan events of a server that sends them), the campaign feed for websockets.
 
 Websockets sit behind a same-origin check and `AuthMiddlewareStack` (session cookie), with
 `Authorization: Token` header auth for non-browser clients (`web.ws_auth`).
@@ -45,13 +47,16 @@ django_asgi_app = OneHopASGIHandler()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from web.mcp.app import McpEndpoint, mcp_or  # noqa: E402
 from web.routing import websocket_urlpatterns  # noqa: E402
 from web.ws_auth import websocket_stack  # noqa: E402
 
+mcp_endpoint = McpEndpoint()
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        "http": mcp_or(django_asgi_app, mcp_endpoint),
         "websocket": websocket_stack(URLRouter(websocket_urlpatterns)),
+        "lifespan": mcp_endpoint,
     }
 )
 

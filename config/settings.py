@@ -338,6 +338,8 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_RATES": {
         "signup": os.environ.get("SIGNUP_RATE", "10/hour"),
         "dice": os.environ.get("DICE_RATE", "60/minute"),
+        # MCP requests per user (docs/mcp.md#limits): every tool call of an outside agent.
+        "mcp": os.environ.get("MCP_RATE", "120/minute"),
     },
     # Throttles key on REMOTE_ADDR, never on a client-written X-Forwarded-For (see AXES above).
     "NUM_PROXIES": 0,
@@ -409,6 +411,11 @@ if APPROVAL_ADAPTIVE_WINDOW < 1 or not 0 < APPROVAL_ADAPTIVE_THRESHOLD <= 1:
 APPROVAL_TIMEOUT = float(os.environ.get("APPROVAL_TIMEOUT", "3600"))
 if APPROVAL_TIMEOUT <= 0:
     raise ImproperlyConfigured("APPROVAL_TIMEOUT must be a positive number of seconds.")
+# An MCP client's calls join its latest open turn while it is active; after this many seconds
+# without a call (or once the turn is undone) the next call opens a new turn (docs/mcp.md#turns).
+MCP_TURN_IDLE = float(os.environ.get("MCP_TURN_IDLE", "900"))
+if MCP_TURN_IDLE <= 0:
+    raise ImproperlyConfigured("MCP_TURN_IDLE must be a positive number of seconds.")
 
 # Background work (docs/architecture.md#background-work): GM turns run in worker processes
 # (`manage.py db_worker`, the Procfile's `worker:`), which claim jobs from this database; any number

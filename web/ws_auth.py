@@ -40,13 +40,14 @@ def _header(scope: dict[str, Any], name: bytes) -> str | None:
     return None
 
 
-def token_from_scope(scope: dict[str, Any]) -> str | None:
-    """The key of an `Authorization: Token <key>` header, or None when there is none."""
+def token_from_scope(scope: dict[str, Any], keywords: tuple[str, ...] = ("token",)) -> str | None:
+    """The key of an `Authorization: Token <key>` header (or of another of the `keywords`,
+    lower case: the MCP endpoint takes `Bearer` too), or None when there is none."""
     header = _header(scope, b"authorization")
     if header is None:
         return None
     keyword, _, key = header.strip().partition(" ")
-    if keyword.lower() != "token":
+    if keyword.lower() not in keywords:
         return None
     return key.strip()
 
@@ -95,6 +96,17 @@ def trusted_origin(origin: str) -> bool:
     )
 
 
+def origin_header(scope: dict[str, Any]) -> str | None:
+    return _header(scope, b"origin")
+
+
+def origin_allowed(scope: dict[str, Any]) -> bool:
+    """Whether the request's `Origin` is the site's own or a trusted one (see module doc); a
+    missing `Origin` is not."""
+    origin = origin_header(scope)
+    return origin is not None and (origin == own_origin(scope) or trusted_origin(origin))
+
+
 class SameOriginValidator:
     """Admits a handshake only from the site's own origin or a trusted one (see module doc);
     anything else, a missing `Origin` included, is refused with REFUSED."""
@@ -104,8 +116,7 @@ class SameOriginValidator:
         self.refuse = refusal(REFUSED)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
-        origin = _header(scope, b"origin")
-        if origin is not None and (origin == own_origin(scope) or trusted_origin(origin)):
+        if origin_allowed(scope):
             return await self.inner(scope, receive, send)
         return await self.refuse(scope, receive, send)
 
@@ -118,7 +129,7 @@ class HeaderClientsSkipOriginCheck:
         self.header_clients = header_clients
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
-        if _header(scope, b"origin") is None and token_from_scope(scope) is not None:
+        if origin_header(scope) is None and token_from_scope(scope) is not None:
             return await self.header_clients(scope, receive, send)
         return await self.browsers(scope, receive, send)
 

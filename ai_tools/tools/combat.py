@@ -99,6 +99,7 @@ class EndCombat(WriteTool):
     """Ends the active encounter."""
 
     name = "end_combat"
+    idempotent = True
     tier = Tier.HIGH
     description = "End the active combat."
     schema = obj({})

@@ -237,6 +237,7 @@ class MoveToken(WriteTool):
     """Moves a token on the battle map."""
 
     name = "move_token"
+    idempotent = True
     tier = Tier.LOW
     reach = Reach.OWN_CHARACTER
     description = "Move a creature's token to map cell (x, y)."

@@ -73,6 +73,7 @@ class Rest(WriteTool):
     of them for the GM, a player's own characters otherwise (least privilege)."""
 
     name = "rest"
+    idempotent = True
     tier = Tier.HIGH
     reach = Reach.OWN_CHARACTER
     description = (

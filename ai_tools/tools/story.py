@@ -156,6 +156,7 @@ class ActivateDungeon(WriteTool):
     """Sets the dungeon the party is in."""
 
     name = "activate_dungeon"
+    idempotent = True
     tier = Tier.HIGH
     description = "Make dungeon `dungeon_id` the active dungeon."
     schema = obj({"dungeon_id": ID}, ("dungeon_id",))
@@ -187,6 +188,7 @@ class SetScene(WriteTool):
     """Describes where the party is."""
 
     name = "set_scene"
+    idempotent = True
     tier = Tier.LOW
     description = "Set the scene description shown to the players, and optionally the location."
     schema = obj({"description": TEXT, "location": {**NAME, "maxLength": 200}}, ("description",))
@@ -265,6 +267,7 @@ class RevealFog(WriteTool):
     """Reveals map cells; cells already revealed stay as they are."""
 
     name = "reveal_fog"
+    idempotent = True
     tier = Tier.MEDIUM
     description = "Reveal fog-of-war cells, given as [[x, y], ...]."
     schema = obj(
