@@ -11,7 +11,8 @@ from ai_tools import registry
 from ai_tools.base import Tier
 from audit.models import InvocationOrigin, ToolInvocation
 from campaigns.models import Campaign, SecurityEvent, Turn
-from tests.conftest import dump
+from campaigns.visibility import HIDDEN_CHANGE
+from tests.conftest import commit, dump, fog_over_the_goblin
 from tests.mcp.client import mcp_client, mcp_url
 from tests.mcp.conftest import called, run, wait_for_event
 from tests.servers import Feed, http
@@ -355,3 +356,23 @@ def test_the_tables_websocket_sees_the_agents_call_and_its_undo(
         assert reverted["data"]["tool_name"] == "move_token"
     finally:
         feed.close()
+
+
+# ---- the fog ----------------------------------------------------------------------------------
+
+
+def test_a_players_agent_reads_the_log_through_the_fog_as_the_api_shows_it(url, token, live_world):
+    """The GM moves the goblin in the fog: the player's agent learns a call ran, not where the
+    goblin went; the GM's agent reads it whole."""
+    fog_over_the_goblin(live_world)
+    moved = commit(live_world, "move_token", {"creature_id": live_world.goblin.pk, "x": 9, "y": 9})
+    seen = called(url, token("player"), "recent_log", {"limit": 5}).structured_content
+    row = next(r for r in seen["invocations"] if r["id"] == str(moved.pk))
+    assert row["concealed"] is True and row["input"] == {} and row["result"] is None
+    assert row["summary"] == HIDDEN_CHANGE
+    one = called(url, token("player"), "get_invocation", {"invocation_id": str(moved.pk)})
+    assert one.structured_content["invocation"]["input"] == {}
+    assert "9" not in one.content[0].text
+    gm = called(url, token("owner"), "recent_log", {"limit": 5}).structured_content
+    whole = next(r for r in gm["invocations"] if r["id"] == str(moved.pk))
+    assert whole["concealed"] is False and whole["input"]["x"] == 9

@@ -14,11 +14,11 @@ from django.db import close_old_connections
 from ai_tools import registry
 from ai_tools.base import Tool
 from audit.models import InvocationOrigin, ToolInvocation
-from audit.selectors import invocation_get, invocation_list
+from audit.selectors import calls_concealed, invocation_get, invocation_list, viewer_rights
 from audit.services import invocation_revert, turn_undo
 from audit.services.agent import agent_call, agent_turn_begin
 from campaigns.selectors import campaign_get_visible, campaign_state_at_seq, creature_names
-from campaigns.visibility import Sight, fog_read, sight_of
+from campaigns.visibility import HIDDEN_CHANGE, Sight, fog_read, sight_of
 from core.errors import AppError, CallRefused, NotFound
 from web.api.audit.serializers import (
     InvocationSerializer,
@@ -177,13 +177,26 @@ def get_state(caller: Caller) -> types.CallToolResult:
     return result(f"The campaign's state at event {state.get('seq')}.", state)
 
 
-def _rows(caller: Caller, limit: int, **filters: Any) -> list[dict[str, Any]]:
-    campaign = campaign_get_visible(campaign_id=caller.campaign_id, user=caller.user)
-    rows = invocation_list(campaign=campaign, **filters).order_by("-sequence")[:limit]
+def _seen(campaign: Any, caller: Caller, rows: list[ToolInvocation]) -> list[dict[str, Any]]:
+    """Log rows as the REST API shows them to this caller (a player's through the fog:
+    `audit.selectors.calls_concealed`), each with its tool's one-line summary."""
+    rights = viewer_rights(campaign=campaign, user=caller.user)
+    concealed = calls_concealed(campaign=campaign, rights=rights, rows=rows)
     return [
-        {**InvocationSerializer(row).data, "summary": registry.summary(row.tool_name, row.input)}
+        {
+            **InvocationSerializer(row, context={"concealed": concealed}).data,
+            "summary": HIDDEN_CHANGE
+            if row.pk in concealed
+            else registry.summary(row.tool_name, row.input),
+        }
         for row in rows
     ]
+
+
+def _rows(caller: Caller, limit: int, **filters: Any) -> list[dict[str, Any]]:
+    campaign = campaign_get_visible(campaign_id=caller.campaign_id, user=caller.user)
+    rows = list(invocation_list(campaign=campaign, **filters).order_by("-sequence")[:limit])
+    return _seen(campaign, caller, rows)
 
 
 def recent_log(caller: Caller, *, limit: int = LOG_LIMIT) -> types.CallToolResult:
@@ -201,10 +214,11 @@ def pending_approvals(caller: Caller) -> types.CallToolResult:
 def get_invocation(caller: Caller, *, invocation_id: str) -> types.CallToolResult:
     campaign = campaign_get_visible(campaign_id=caller.campaign_id, user=caller.user)
     row = invocation_get(campaign=campaign, invocation_id=_uuid(invocation_id))
-    data = InvocationSerializer(row).data
+    data = _seen(campaign, caller, [row])[0]
+    summary = data.pop("summary")
     approval = data.get("approval")
     told = f"; approval: {approval['status']}" if approval else ""
-    text = f"{registry.summary(row.tool_name, row.input)}: {row.status}{told}."
+    text = f"{summary}: {row.status}{told}."
     return result(text, {"invocation": data})
 
 
