@@ -392,6 +392,11 @@ GM_LEASE_SECONDS = float(os.environ.get("GM_LEASE_SECONDS", "60"))
 GM_MAX_ATTEMPTS = int(os.environ.get("GM_MAX_ATTEMPTS", "3"))
 if GM_LEASE_SECONDS < 1 or GM_MAX_ATTEMPTS < 1:
     raise ImproperlyConfigured("GM_LEASE_SECONDS and GM_MAX_ATTEMPTS must be at least 1.")
+# How often (seconds) a running GM turn looks whether it was cancelled or undone; a stop hangs up
+# the model's stream at once, so the turn ends this long after Stop at most (plus a read).
+GM_STOP_POLL_SECONDS = float(os.environ.get("GM_STOP_POLL_SECONDS", "0.5"))
+if not 0 < GM_STOP_POLL_SECONDS <= 1:
+    raise ImproperlyConfigured("GM_STOP_POLL_SECONDS must be more than 0 and at most 1.")
 # Seconds the scripted GM waits before each round, as a model would (benchmarks, process tests).
 GM_SCRIPTED_DELAY = float(os.environ.get("GM_SCRIPTED_DELAY", "0"))
 

@@ -13,6 +13,8 @@ outcome they had instead of running twice.
 
 import json
 from abc import ABC, abstractmethod
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
@@ -76,6 +78,12 @@ class Session(Protocol):
 
     def step(self) -> None:
         """Raise TurnStopped if the turn must stop here (before a new round or tool call)."""
+
+    def streaming(self, hang_up: Callable[[], None]) -> AbstractContextManager[None]:
+        """Read a model's stream inside this: if the turn is stopped meanwhile (cancelled,
+        undone), `hang_up` is called from another thread to close the stream, and whatever the
+        read raised then, or the stream's end, leaves the block as TurnStopped. Nothing of the
+        unfinished reply may be recorded or run."""
 
     def call_tool(self, name: str, input: Any, *, model: str, tool_use_id: str) -> ToolOutcome:
         """Run a tool: write tools through the audited dispatch with `model` on the log row.

@@ -109,7 +109,7 @@ def _session(claim: Claim, heartbeat: Heartbeat) -> TurnSession:
         owner=claim.owner,
         attempt=claim.attempt,
         rounds=transcript_rounds(turn=turn),
-        lost=heartbeat.lost,
+        watch=heartbeat,
     )
 
 

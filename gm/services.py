@@ -65,8 +65,9 @@ def gm_turn_run(*, turn: Turn, provider: GMProvider | None = None) -> Turn:
 
 def turn_cancel(*, campaign_id: Any, turn_id: Any, user: Any, ip: str | None = None) -> Turn:
     """Stop the GM on a turn (its actor, or whoever may revert it). A queued turn is cancelled
-    at once; a running one stops at its next step (before its next round or tool call), its
-    committed calls staying undoable. A turn that has ended cannot be cancelled (Conflict)."""
+    at once; a running one stops within about a second (its runner's stop watch hangs up the
+    model's stream, docs/architecture.md#durable-gm-turns), its committed calls staying
+    undoable. A turn that has ended cannot be cancelled (Conflict)."""
     with recording_denials(user=user, ip=ip), transaction.atomic(durable=True):
         campaign = campaign_get_visible(campaign_id=campaign_id, user=user, lock=True)
         turn = turn_get(campaign=campaign, turn_id=turn_id, lock=True)

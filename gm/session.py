@@ -9,6 +9,8 @@ the transcript as they complete, by the runner that holds the turn's lease and n
 """
 
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ai_tools import registry
@@ -22,6 +24,7 @@ from campaigns.realtime import broadcast_on_commit, event
 from core.errors import AppError
 from gm.base import Round, ToolOutcome, TurnStopped
 from gm.context import GMContext
+from gm.lease import Heartbeat
 from gm.transcript import round_complete, round_record
 
 DELTA_MIN_CHARS = 24
@@ -43,13 +46,15 @@ class TurnSession:
         attempt: int,
         rounds: list[Round],
         lost: threading.Event | None = None,
+        watch: Heartbeat | None = None,
     ) -> None:
         self.turn = turn
         self.context = context
         self.owner = owner
         self.attempt = attempt
         self.rounds = rounds
-        self._lost = lost or threading.Event()
+        self._lost = lost or (watch.lost if watch is not None else threading.Event())
+        self._watch = watch
         self._said: list[str] = []
         self._pending = ""
         # Set when the turn paused for an approval: the runner leaves it as it is.
@@ -68,6 +73,7 @@ class TurnSession:
         if not text:
             return
         self._check_lease()
+        self._check_stopped()
         self._said.append(text)
         self._pending += text
         if len(self._pending) >= DELTA_MIN_CHARS:
@@ -93,9 +99,28 @@ class TurnSession:
         if now["cancel_requested_at"] is not None:
             raise TurnStopped(TurnStopped.CANCELLED)
 
+    @contextmanager
+    def streaming(self, hang_up: Callable[[], None]) -> Iterator[None]:
+        if self._watch is None:
+            yield
+            return
+        release = self._watch.hold(hang_up)
+        try:
+            yield
+        except Exception:
+            self._check_stopped()  # the read failed because we hung up: a stop, not an error
+            raise
+        finally:
+            release()
+        self._check_stopped()
+
     def _check_lease(self) -> None:
         if self._lost.is_set():
             raise TurnStopped(TurnStopped.LOST)
+
+    def _check_stopped(self) -> None:
+        if self._watch is not None and self._watch.stopped.is_set():
+            raise TurnStopped(self._watch.why)
 
     def round(self, index: int) -> Round | None:
         return self.rounds[index] if index < len(self.rounds) else None
