@@ -374,7 +374,7 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-# Which GM provider runs a turn: "scripted" (offline, deterministic) or "anthropic".
+# Which GM provider runs a turn: "scripted" (offline, deterministic), "anthropic" or "openai".
 GM_PROVIDER = os.environ.get(
     "GM_PROVIDER", "anthropic" if os.environ.get("ANTHROPIC_API_KEY") else "scripted"
 )
@@ -384,6 +384,21 @@ ANTHROPIC_API_KEY = os.environ.get("ANTHROPIC_API_KEY", "")
 ANTHROPIC_BASE_URL = os.environ.get("ANTHROPIC_BASE_URL", "")
 ANTHROPIC_MAX_RETRIES = int(os.environ.get("ANTHROPIC_MAX_RETRIES", "2"))
 ANTHROPIC_TIMEOUT = float(os.environ.get("ANTHROPIC_TIMEOUT", "60"))
+# The OpenAI-compatible GM (GM_PROVIDER=openai): any Chat Completions server. OPENAI_BASE_URL
+# empty means OpenAI itself; Ollama is http://127.0.0.1:11434/v1 (any OPENAI_API_KEY will do for
+# a local server). OPENAI_STRICT_TOOLS: auto (strict function schemas for OpenAI itself only),
+# on, off. OPENAI_TOOL_CHOICE: empty (not sent; Ollama ignores it), auto, required or none.
+OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "")
+OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "")
+OPENAI_MODEL = os.environ.get("OPENAI_MODEL", "")
+OPENAI_STRICT_TOOLS = os.environ.get("OPENAI_STRICT_TOOLS", "auto")
+OPENAI_TOOL_CHOICE = os.environ.get("OPENAI_TOOL_CHOICE", "")
+OPENAI_MAX_RETRIES = int(os.environ.get("OPENAI_MAX_RETRIES", "2"))
+OPENAI_TIMEOUT = float(os.environ.get("OPENAI_TIMEOUT", "60"))
+if OPENAI_STRICT_TOOLS not in ("auto", "on", "off"):
+    raise ImproperlyConfigured("OPENAI_STRICT_TOOLS must be auto, on or off.")
+if OPENAI_TOOL_CHOICE not in ("", "auto", "required", "none"):
+    raise ImproperlyConfigured("OPENAI_TOOL_CHOICE must be empty, auto, required or none.")
 # A worker running a GM turn holds a lease on it for this long and renews it (a heartbeat) every
 # third of it; a worker that dies loses the lease, and the turn resumes on another worker (or
 # fails, once GM_MAX_ATTEMPTS of its runs have died: resumes after an approval do not count)

@@ -6,11 +6,13 @@ from django.conf import settings
 
 from gm.base import GMError, GMProvider
 from gm.claude import AnthropicProvider
+from gm.openai_compat import OpenAIProvider
 from gm.scripted import ScriptedProvider
 
 PROVIDERS: dict[str, Callable[[], GMProvider]] = {
     ScriptedProvider.name: ScriptedProvider,
     AnthropicProvider.name: AnthropicProvider.from_settings,
+    OpenAIProvider.name: OpenAIProvider.from_settings,
 }
 
 
