@@ -19,6 +19,7 @@ from audit.services import invocation_revert
 from campaigns.models import ChatMessage, Turn
 from gm.services import turn_cancel
 from tests.conftest import dump
+from tests.gm.fake_openai import call
 
 pytestmark = pytest.mark.django_db(transaction=True)
 CHUNKS = [f"word{n} " for n in range(400)]  # 400 chunks, 0.05 s apart: a 20 s sentence
@@ -31,6 +32,7 @@ TIMEOUT = 120.0  # ... and not by the client's read timeout, which is longer
 @pytest.fixture(autouse=True)
 def patient_clients(settings) -> None:
     settings.ANTHROPIC_TIMEOUT = TIMEOUT
+    settings.OPENAI_TIMEOUT = TIMEOUT
 
 
 def pressing_stop(world) -> Callable[[], None]:
@@ -95,6 +97,47 @@ def test_stop_keeps_the_calls_of_finished_rounds_undoable(world, claude, play):
     assert world.goblin.hp == 2  # the first round's hit, not the unfinished second one
     note = ChatMessage.objects.get(turn=turn, role=ChatMessage.Role.SYSTEM).content
     assert note.endswith("Its tool calls so far are in the log and can be undone.")
+    invocation_revert(campaign_id=world.campaign.pk, invocation_id=row.pk, user=world.owner)
+    world.goblin.refresh_from_db()
+    assert world.goblin.hp == 7
+
+
+def hit(world):
+    return call("modify_creature", {"creature_id": world.goblin.pk, "hp_delta": -5})
+
+
+def test_stop_hangs_up_a_long_openai_compatible_stream_mid_sentence(world, openai_server, play):
+    before = dump(world.campaign)
+    press = (CANCEL_AFTER, pressing_stop(world))
+    openai_server.reply(*CHUNKS, calls=[hit(world)], pace=PACE, hook=press, stall=STALL)
+
+    turn = play("I tell the goblin my life story.")
+
+    assert openai_server.hung_up.wait(5), "the client never closed the stream"
+    assert openai_server.sent == CANCEL_AFTER  # ended in the silence, before the next chunk
+    assert turn.status == Turn.Status.CANCELLED
+    gm = ChatMessage.objects.get(turn=turn, role=ChatMessage.Role.GM).content
+    assert gm == "".join(CHUNKS[:CANCEL_AFTER]).strip()
+    note = ChatMessage.objects.get(turn=turn, role=ChatMessage.Role.SYSTEM).content
+    assert note == "player stopped the GM on this turn. Its narration above is unfinished."
+    assert not ToolInvocation.objects.filter(turn=turn).exists()
+    assert dump(world.campaign) == before
+    assert len(openai_server.requests) == 1
+
+
+def test_stop_keeps_the_openai_calls_of_finished_rounds_undoable(world, openai_server, play):
+    press = (CANCEL_AFTER, pressing_stop(world))
+    openai_server.reply("Thorin lunges. ", calls=[hit(world)])
+    openai_server.reply(*CHUNKS, calls=[hit(world)], pace=PACE, hook=press, stall=STALL)
+
+    turn = play("I attack the goblin, then keep talking.")
+
+    assert openai_server.hung_up.wait(5)
+    assert turn.status == Turn.Status.CANCELLED
+    [row] = ToolInvocation.objects.filter(turn=turn)
+    assert row.status == ToolInvocation.Status.COMMITTED
+    world.goblin.refresh_from_db()
+    assert world.goblin.hp == 2
     invocation_revert(campaign_id=world.campaign.pk, invocation_id=row.pk, user=world.owner)
     world.goblin.refresh_from_db()
     assert world.goblin.hp == 7
