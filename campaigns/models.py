@@ -62,6 +62,11 @@ class Campaign(models.Model):
     approval_policy = models.CharField(
         max_length=24, choices=ApprovalPolicy.choices, default=ApprovalPolicy.CRITICAL
     )
+    # Which GM sits at this table: one of the deployment's configured seats
+    # (`gm.providers.seats`, settings GM_PROVIDERS), or blank for the deployment's default
+    # (GM_PROVIDER). A name only: keys stay in the environment. Changed by the owner only,
+    # through `gm.services.campaign_gm_set`.
+    gm_provider = models.CharField(max_length=40, blank=True, default="")
     # Last realtime event number handed out (docs/api.md#the-live-feed-websocket); advanced under
     # the campaign row lock.
     event_seq = models.BigIntegerField(default=0, editable=False)

@@ -16,6 +16,8 @@ from typing import Any
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from config.gm_seats import gm_seats_from_env
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -374,9 +376,16 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-# Which GM provider runs a turn: "scripted" (offline, deterministic), "anthropic" or "openai".
+# Which GM provider runs a turn where the campaign chose none: "scripted" (offline,
+# deterministic), "anthropic", "openai", or a name from GM_PROVIDERS. By default the first
+# configured of anthropic, openai, scripted.
 GM_PROVIDER = os.environ.get(
-    "GM_PROVIDER", "anthropic" if os.environ.get("ANTHROPIC_API_KEY") else "scripted"
+    "GM_PROVIDER",
+    "anthropic"
+    if os.environ.get("ANTHROPIC_API_KEY")
+    else "openai"
+    if os.environ.get("OPENAI_MODEL")
+    else "scripted",
 )
 ANTHROPIC_MODEL = os.environ.get("ANTHROPIC_MODEL", "claude-sonnet-4-5")
 ANTHROPIC_API_KEY = os.environ.get("ANTHROPIC_API_KEY", "")
@@ -399,6 +408,12 @@ if OPENAI_STRICT_TOOLS not in ("auto", "on", "off"):
     raise ImproperlyConfigured("OPENAI_STRICT_TOOLS must be auto, on or off.")
 if OPENAI_TOOL_CHOICE not in ("", "auto", "required", "none"):
     raise ImproperlyConfigured("OPENAI_TOOL_CHOICE must be empty, auto, required or none.")
+# More OpenAI-compatible seats a campaign's owner may choose from, as JSON: {"name": {"model",
+# "base_url", "api_key_env", "label", "strict", "tool_choice"}}, e.g. '{"ollama": {"model":
+# "llama3.1", "base_url": "http://127.0.0.1:11434/v1"}, "gpt": {"model": "gpt-4.1",
+# "api_key_env": "OPENAI_API_KEY"}}'. A key is named by the variable that holds it, read here
+# and kept in memory only: never in the database, a page or a log.
+GM_PROVIDERS = gm_seats_from_env(os.environ.get("GM_PROVIDERS", ""), os.environ)
 # A worker running a GM turn holds a lease on it for this long and renews it (a heartbeat) every
 # third of it; a worker that dies loses the lease, and the turn resumes on another worker (or
 # fails, once GM_MAX_ATTEMPTS of its runs have died: resumes after an approval do not count)

@@ -15,7 +15,7 @@ from django.db import transaction
 
 from audit.models import ToolInvocation
 from campaigns.events import GMTurnCompleted, GMTurnStarted
-from campaigns.models import ChatMessage, Source, Turn
+from campaigns.models import Campaign, ChatMessage, Source, Turn
 from campaigns.realtime import broadcast_on_commit, event
 from campaigns.services import message_post
 from core.faults import is_unavailable
@@ -46,7 +46,7 @@ def claim_run(claim: Claim, provider: Any = None) -> Turn:
     model = ""
     with Heartbeat(turn_id=turn.pk, owner=claim.owner) as heartbeat:
         try:
-            provider = provider or provider_for()
+            provider = provider or provider_for(_seat(turn))
             model = provider.model
             session = _session(claim, heartbeat)
             actor = turn.actor.get_username()
@@ -65,6 +65,11 @@ def claim_run(claim: Claim, provider: Any = None) -> Turn:
             _end(claim, Turn.Status.FAILED, session, model=model, reason=reason)
     turn.refresh_from_db()
     return turn
+
+
+def _seat(turn: Turn) -> str:
+    """The campaign's chosen GM (blank: the deployment's default)."""
+    return Campaign.objects.filter(pk=turn.campaign_id).values_list("gm_provider", flat=True)[0]
 
 
 def _played(provider: Any, session: TurnSession, claim: Claim) -> bool:
