@@ -393,6 +393,16 @@ class Turn(Revertible):
     retry_of = models.OneToOneField(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="retry"
     )
+    # How the GM answered (docs/architecture.md#approval-policy-and-analytics), written by the
+    # runner as each attempt ends or pauses: the model that answered (as its log rows name it),
+    # milliseconds from the start of the attempt that spoke first to its first narrated word,
+    # GM time summed over attempts (not the time a held call waited for a person), tokens as
+    # the server reported them (null when it reported none).
+    gm_model = models.CharField(max_length=120, blank=True, default="")
+    first_word_ms = models.PositiveIntegerField(null=True, blank=True)
+    answer_ms = models.PositiveIntegerField(null=True, blank=True)
+    tokens_in = models.PositiveIntegerField(null=True, blank=True)
+    tokens_out = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         indexes = [

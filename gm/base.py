@@ -93,10 +93,17 @@ class Session(Protocol):
         """The stored round `index` of this turn, or None if it is still to be played."""
 
     def record_round(
-        self, *, content: list[dict[str, Any]], stop_reason: str, model: str, text: str
+        self,
+        *,
+        content: list[dict[str, Any]],
+        stop_reason: str,
+        model: str,
+        text: str,
+        usage: tuple[int, int] | None = None,
     ) -> Round:
         """Store the model's complete reply as the next round, before any of its tool calls
-        runs (a round without tool calls is complete at once)."""
+        runs (a round without tool calls is complete at once); `usage` is (tokens in, tokens
+        out) when the server reported them, for the turn's figures."""
 
     def complete_round(self, round: Round, results: list[dict[str, Any]]) -> Round:
         """Store the tool_result blocks of a round's calls."""

@@ -112,6 +112,7 @@ class AnthropicProvider(GMProvider):
             stop_reason=reply.stop_reason,
             model=f"anthropic/{reply.model}",
             text="".join(said),
+            usage=_usage(reply),
         )
 
     def _stream(self, session: Session, said: list[str], *, lead: str, **request: Any) -> Any:
@@ -142,6 +143,13 @@ class AnthropicProvider(GMProvider):
                     + "."
                 )
             return stream.get_final_message()
+
+
+def _usage(reply: Any) -> tuple[int, int] | None:
+    usage = getattr(reply, "usage", None)
+    if usage is None or usage.input_tokens is None:
+        return None
+    return usage.input_tokens, usage.output_tokens or 0
 
 
 def tool_specs() -> list[dict[str, Any]]:

@@ -153,6 +153,8 @@ class OpenAIProvider(GMProvider):
             "messages": messages,
             "tools": tools,
             "stream": True,
+            # Tokens for the analytics, where the server reports them (a last, choice-less chunk).
+            "stream_options": {"include_usage": True},
         }
         # OpenAI's own newer models refuse max_tokens; the servers people run locally know it.
         limit = "max_completion_tokens" if self.endpoint.is_openai else "max_tokens"
@@ -186,6 +188,7 @@ class OpenAIProvider(GMProvider):
             stop_reason=reply.finish_reason or "",
             model=f"openai/{reported}",
             text=reply.said,
+            usage=reply.usage,
         )
 
 
@@ -206,12 +209,16 @@ class _Reply:
     held: str = ""  # text that may be a tool call written as JSON: said at the end, or not
     model: str = ""
     finish_reason: str | None = None
+    usage: tuple[int, int] | None = None
     calls: list[_Call] = field(default_factory=list)
     _by_id: dict[str, _Call] = field(default_factory=dict)
     _at_index: dict[int, _Call] = field(default_factory=dict)
 
     def take(self, chunk: Any, session: Session) -> None:
         self.model = getattr(chunk, "model", None) or self.model
+        usage = getattr(chunk, "usage", None)
+        if usage is not None and usage.prompt_tokens is not None:
+            self.usage = (usage.prompt_tokens, usage.completion_tokens or 0)
         for choice in chunk.choices or []:
             if choice.index != 0:
                 continue

@@ -9,6 +9,7 @@ the transcript as they complete, by the runner that holds the turn's lease and n
 """
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -59,6 +60,11 @@ class TurnSession:
         self._pending = ""
         # Set when the turn paused for an approval: the runner leaves it as it is.
         self.paused = False
+        # This attempt's figures (Turn.first_word_ms and the rest): when it began, when it
+        # first spoke, the tokens its new rounds cost.
+        self.started = time.monotonic()
+        self.first_word_ms: int | None = None
+        self.tokens: list[int] | None = None
 
     @property
     def text(self) -> str:
@@ -74,10 +80,15 @@ class TurnSession:
             return
         self._check_lease()
         self._check_stopped()
+        if self.first_word_ms is None and text.strip():
+            self.first_word_ms = self.elapsed_ms()
         self._said.append(text)
         self._pending += text
         if len(self._pending) >= DELTA_MIN_CHARS:
             self.flush()
+
+    def elapsed_ms(self) -> int:
+        return int((time.monotonic() - self.started) * 1000)
 
     def flush(self) -> None:
         if self._pending:
@@ -126,9 +137,17 @@ class TurnSession:
         return self.rounds[index] if index < len(self.rounds) else None
 
     def record_round(
-        self, *, content: list[dict[str, Any]], stop_reason: str, model: str, text: str
+        self,
+        *,
+        content: list[dict[str, Any]],
+        stop_reason: str,
+        model: str,
+        text: str,
+        usage: tuple[int, int] | None = None,
     ) -> Round:
         self._check_lease()
+        if usage is not None:
+            self.tokens = [a + b for a, b in zip(self.tokens or [0, 0], usage, strict=True)]
         stored = round_record(
             turn=self.turn,
             owner=self.owner,
