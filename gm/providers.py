@@ -6,6 +6,7 @@ ANTHROPIC_API_KEY, `openai` with OPENAI_MODEL, and each OpenAI-compatible seat G
 names. Seats carry names and labels only; keys stay in the settings, read from the environment.
 """
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -60,9 +61,22 @@ def seat_of(campaign: Any) -> Seat:
     return seats().get(name) or Seat(name, f"{name} (not configured on this server)")
 
 
-def provider_for(name: str | None = None) -> GMProvider:
-    """A fresh provider for one turn; a misconfiguration is a GMError the table can read."""
+def provider_for(name: str | None = None, *, model: str | None = None) -> GMProvider:
+    """A fresh provider for one turn (with `model` instead of the configured one, for a
+    replay); a misconfiguration is a GMError the table can read."""
     name = name or settings.GM_PROVIDER
+    provider = _provider(name)
+    if model:
+        if isinstance(provider, OpenAIProvider):
+            provider.endpoint = dataclasses.replace(provider.endpoint, model=model)
+        elif isinstance(provider, AnthropicProvider):
+            provider.requested_model = model
+        else:
+            raise GMError(f"the {name} GM has no model to choose.")
+    return provider
+
+
+def _provider(name: str) -> GMProvider:
     if name in settings.GM_PROVIDERS:
         seat = settings.GM_PROVIDERS[name]
         endpoint = Endpoint(
