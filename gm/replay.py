@@ -23,9 +23,11 @@ from django.db import transaction
 from ai_tools import registry
 from ai_tools.base import Powers, ToolContext, ToolError
 from audit.models import ToolInvocation
+from audit.permissions import authorize_replay
 from audit.services.common import ToolFailed, campaign_lock, guarded
 from audit.services.revert import rewound_in_place
 from campaigns.models import ChatMessage, Turn
+from campaigns.security import recording_denials
 from core.errors import AppError, NotFound
 from gm.base import GMError, GMProvider, Round, ToolOutcome
 from gm.context import gm_context
@@ -57,12 +59,19 @@ class Replay:
     replayed: Side
 
 
-def turn_replay(*, turn_id: Any, provider: GMProvider) -> Replay:
-    """Replay the GM turn `turn_id` with `provider`; nothing it does is kept (see above)."""
-    turn = Turn.objects.filter(pk=turn_id).select_related("actor").first()
+def turn_replay(
+    *, turn_id: Any, provider: GMProvider, by: Any = None, ip: str | None = None
+) -> Replay:
+    """Replay the GM turn `turn_id` with `provider`; nothing it does is kept (see above).
+    `by` is the person who asks (the admin: staff who read the log, `authorize_replay`, a
+    refusal recorded from `ip`); None is the operator at the console (`manage.py gm_replay`)."""
+    turn = Turn.objects.filter(pk=turn_id).select_related("actor", "campaign").first()
     transcript = GMTranscript.objects.filter(turn_id=turn_id).first()
     if turn is None or transcript is None:
         raise NotFound(f"No GM turn {turn_id}: only a turn the GM answered can be replayed.")
+    if by is not None:
+        with recording_denials(user=by, ip=ip):
+            authorize_replay(user=by, campaign=turn.campaign)
     recorded = _recorded(turn)
     replayed = Side(model=provider.model)
     with transaction.atomic():
@@ -78,13 +87,13 @@ def turn_replay(*, turn_id: Any, provider: GMProvider) -> Replay:
         if session.rounds:
             replayed.model = session.rounds[-1].model
         transaction.set_rollback(True)
+    return Replay(turn_id=turn.pk, message=turn_message(turn), recorded=recorded, replayed=replayed)
+
+
+def turn_message(turn: Turn) -> str:
+    """What the player said on the turn."""
     said = turn.messages.filter(role=ChatMessage.Role.PLAYER).order_by("pk").first()
-    return Replay(
-        turn_id=turn.pk,
-        message=said.content if said else "",
-        recorded=recorded,
-        replayed=replayed,
-    )
+    return said.content if said else ""
 
 
 def _recorded(turn: Turn) -> Side:

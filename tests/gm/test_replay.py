@@ -7,13 +7,14 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from audit.models import ToolInvocation
+from audit.models import SecurityEvent, ToolInvocation
 from audit.services import turn_undo
 from campaigns.models import ChatMessage
+from core.errors import Forbidden
 from gm.models import GMRound
 from gm.providers import provider_for
 from gm.replay import turn_replay
-from tests.conftest import dump
+from tests.conftest import dump, signed_in
 from tests.gm.fake_openai import VERSION, call
 
 
@@ -90,3 +91,35 @@ def test_an_unknown_turn_or_provider_is_a_command_error(world, recorded):
         call_command("gm_replay", "999999", "--provider", "scripted")
     with pytest.raises(CommandError, match="unknown GM provider"):
         call_command("gm_replay", str(recorded[0].pk), "--provider", "nope")
+
+
+def test_the_admin_action_shows_both_models_side_by_side_and_keeps_nothing(
+    world, recorded, openai_server, staff, events
+):
+    first, _ = recorded
+    hit = call("modify_creature", {"creature_id": world.goblin.pk, "hp_delta": -3})
+    openai_server.reply("You swing wide. ", calls=[hit])
+    openai_server.reply("The goblin yelps.")
+    client = signed_in(staff)
+    url = "/admin/campaigns/turn/"
+    chosen = {"action": "replay_selected", "_selected_action": [first.pk]}
+    form = client.post(url, chosen)
+    assert form.status_code == 200 and b"Replay turn" in form.content
+    assert not openai_server.requests  # nothing asked before the GM is chosen
+    before, seen = everything(world), len(events)
+
+    page = client.post(url, {**chosen, "replay": "yes", "provider": "openai", "model": ""})
+
+    text = page.content.decode()
+    assert page.status_code == 200
+    assert f"replayed: openai/{VERSION}" in text and "recorded: scripted/1" in text
+    assert "You swing wide." in text and "would run" in text
+    assert everything(world) == before and len(events) == seen
+
+
+def test_replaying_from_the_admin_is_for_staff_who_read_the_log(world, recorded, openai_server):
+    first, _ = recorded
+    with pytest.raises(Forbidden):
+        turn_replay(turn_id=first.pk, provider=provider_for("openai"), by=world.owner)
+    assert SecurityEvent.objects.get().target == "gm_replay"
+    assert not openai_server.requests
