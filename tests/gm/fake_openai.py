@@ -9,7 +9,8 @@ tool-call deltas that open a call with its index, id and name and then stream it
 a last chunk with `finish_reason`), an optional usage chunk, then `data: [DONE]`.
 
 A reply can also be what real servers send: every parallel call at `index` 0 with distinct ids
-(Ollama, some vLLM/SGLang builds), arguments whole in one delta, `finish_reason: "stop"` with
+(Ollama, some vLLM/SGLang builds), arguments whole in one delta, or streamed and then repeated
+whole, `finish_reason: "stop"` with
 tool calls, no model name; or go wrong: cut short (no finish_reason, no [DONE]), stopped at
 `length`, an HTTP error; and it can pace its text, call a test's hook, fall silent, and notice
 when the client hangs up (`hung_up`, `sent`). A server that refuses `strict` tools
@@ -34,7 +35,7 @@ from tests.gm.chat_api import Refused, check_request
 
 VERSION = "gpt-gm-test-2026-01-01"  # the model the fake answers as
 Ending = Literal["complete", "cut", "length"]
-Variant = Literal["indexed", "index0", "whole"]
+Variant = Literal["indexed", "index0", "whole", "repeat"]
 
 
 @dataclass
@@ -271,6 +272,8 @@ class _Stream:
         for part in (args[:half], args[half:]):
             if part:
                 self._chunk({"tool_calls": [{"index": at, "function": {"arguments": part}}]})
+        if reply.variant == "repeat":  # the whole arguments once more, as some servers end
+            self._chunk({"tool_calls": [{"index": at, "function": {"arguments": args}}]})
 
     def _paced(self) -> None:
         reply = self.reply

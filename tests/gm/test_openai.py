@@ -228,6 +228,15 @@ def test_arguments_that_arrive_whole_in_one_delta(world, openai_server, play):
     assert rows(turn) == [("modify_creature", "committed"), ("move_token", "committed")]
 
 
+def test_arguments_repeated_whole_after_streaming_are_taken_once(world, openai_server, play):
+    openai_server.reply(calls=[hit(world)], variant="repeat")
+    openai_server.reply("Done.")
+    turn = play("I attack.")
+    assert rows(turn) == [("modify_creature", "committed")]
+    world.goblin.refresh_from_db()
+    assert world.goblin.hp == 2
+
+
 def test_a_server_that_answers_stop_with_tool_calls_still_has_them_run(world, openai_server, play):
     openai_server.reply(calls=[hit(world)], finish_reason="stop")  # older Ollama
     openai_server.reply("Done.")
