@@ -35,10 +35,10 @@ def everything(world) -> str:
 
 @pytest.fixture
 def recorded(world, play, settings):
-    """Two scripted turns, both hitting the goblin; the second is undone by the table."""
+    """Two scripted turns: a hit on the goblin, then a step (undone by the table)."""
     settings.GM_PROVIDER = "scripted"
     first = play("I attack the goblin")
-    second = play("I attack the goblin again")
+    second = play("move me to 3,4")
     turn_undo(campaign_id=world.campaign.pk, turn_id=second.pk, user=world.owner)
     return first, second
 
