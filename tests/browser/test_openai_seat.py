@@ -103,11 +103,19 @@ def test_a_table_seats_an_openai_compatible_gm_which_streams_is_approved_and_und
                 page.locator(".msg.role-gm", has_text="The goblin howls and staggers back.")
             ).to_be_visible()
 
-        player.locator("button.undo:visible", has_text="Undo this turn").click()
+        answered = outside_the_browser_loop(
+            lambda: Turn.objects.filter(campaign=world.campaign).latest("pk").pk
+        )
+        undo = player.locator(f'[data-turn="{answered}"]').get_by_role(
+            "button", name="Undo this turn"
+        )
+        expect(undo).to_be_visible()
+        undo.click()
         dialog = player.locator("#undo-dialog")
         dialog.get_by_role("button", name="Undo turn").click()
         for page in (owner, player):
             expect(page.locator(goblin_hp)).to_have_text("7 / 7")
+            expect(page.locator(f'[data-turn="{answered}"] .undo-note')).to_be_visible()
         screenshot(player, "openai-undone-player.png")
 
         def stored():
