@@ -14,6 +14,7 @@ from then on) is not counted again among the calls.
 from collections import Counter
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, time, timedelta
+from statistics import median
 from typing import Any
 
 from django.db.models import Count, Q, QuerySet, Sum
@@ -22,7 +23,7 @@ from audit.models import ToolCounts, ToolDay, ToolDayAll, ToolInvocation
 from audit.permissions import authorize_analytics
 from audit.rollup import COUNT_COLUMNS, approvals, rollup_refresh
 from audit.selectors import reads_every_campaign
-from campaigns.models import Campaign
+from campaigns.models import Campaign, Turn
 from campaigns.security import recording_denials
 from campaigns.selectors import campaign_get_visible
 
@@ -223,3 +224,81 @@ def revert_rate_by_day(
         for day, (reverted, committed) in sorted(days.items())
         if reverted + committed
     ]
+
+
+def model_stats(
+    *, campaign_ids: Iterable[Any] | None = None, since: datetime | None = None
+) -> list[dict[str, Any]]:
+    """Models side by side, one row each, for choosing the GM: of the GM turns each answered,
+    how many the table undid (`undo_rate`: undone turns / turns); of its calls, the failed
+    ones whose input the tool refused (`failed_input_rate`), and the approval outcomes; the
+    median milliseconds to its first word and per turn (its own time, not a held call's wait
+    for a person); the tokens in and out where its server reported them (None where none
+    did). Turns count by when they were posted, calls by when they were made (`tool_stats`).
+    Ordered by model."""
+    per_model: dict[str, dict[str, Any]] = {}
+
+    def row(model: str) -> dict[str, Any]:
+        return per_model.setdefault(
+            model,
+            {
+                "model": model,
+                "turns": 0,
+                "undone_turns": 0,
+                "calls": 0,
+                "failed": 0,
+                "failed_input": 0,
+                "reverted": 0,
+                "ran": 0,
+                "approved": 0,
+                "rejected": 0,
+                "expired": 0,
+                "_first": [],
+                "_answer": [],
+                "tokens_in": None,
+                "tokens_out": None,
+            },
+        )
+
+    for tool in tool_stats(campaign_ids=campaign_ids, since=since):
+        r = row(tool["model"])
+        for key in ("calls", "failed", "reverted", "ran", "approved", "rejected", "expired"):
+            r[key] += tool[key]
+    invalid = (
+        _log(campaign_ids=campaign_ids, since=since)
+        .filter(status=Status.FAILED, error__startswith="Invalid input")
+        .values("model")
+        .annotate(n=Count("pk"))
+        .order_by()
+    )
+    for g in invalid:
+        row(g["model"])["failed_input"] += g["n"]
+    turns = Turn.objects.exclude(gm_model="")
+    if campaign_ids is not None:
+        turns = turns.filter(campaign_id__in=campaign_ids)
+    if since is not None:
+        turns = turns.filter(created_at__gte=since)
+    for t in turns.values(
+        "gm_model", "reverted_at", "first_word_ms", "answer_ms", "tokens_in", "tokens_out"
+    ):
+        r = row(t["gm_model"])
+        r["turns"] += 1
+        r["undone_turns"] += t["reverted_at"] is not None
+        if t["first_word_ms"] is not None:
+            r["_first"].append(t["first_word_ms"])
+        if t["answer_ms"] is not None:
+            r["_answer"].append(t["answer_ms"])
+        for key in ("tokens_in", "tokens_out"):
+            if t[key] is not None:
+                r[key] = (r[key] or 0) + t[key]
+    out = []
+    for model in sorted(per_model):
+        r = per_model[model]
+        first, answer = r.pop("_first"), r.pop("_answer")
+        r["undo_rate"] = round(r["undone_turns"] / r["turns"], 4) if r["turns"] else 0.0
+        r["failed_input_rate"] = round(r["failed_input"] / r["calls"], 4) if r["calls"] else 0.0
+        r["revert_rate"] = revert_rate(r["reverted"], r["ran"] - r["reverted"])
+        r["median_first_word_ms"] = int(median(first)) if first else None
+        r["median_turn_ms"] = int(median(answer)) if answer else None
+        out.append(r)
+    return out

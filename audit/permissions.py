@@ -134,3 +134,15 @@ def authorize_analytics(*, user: Any, campaign: Campaign) -> None:
             campaign=campaign,
             target="analytics",
         )
+
+
+def authorize_replay(*, user: Any, campaign: Campaign) -> None:
+    """Replaying a recorded turn against another model (gm/replay.py) reads a table's play and
+    sends it to a model: staff holding the audit permission, as they read every log."""
+    if not is_audit_staff(user):
+        raise Forbidden(
+            "Only staff who read the invocation log may replay a turn.",
+            kind=SecurityEvent.Kind.ADMIN_DENIED,
+            campaign=campaign,
+            target="gm_replay",
+        )

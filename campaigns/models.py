@@ -62,6 +62,11 @@ class Campaign(models.Model):
     approval_policy = models.CharField(
         max_length=24, choices=ApprovalPolicy.choices, default=ApprovalPolicy.CRITICAL
     )
+    # Which GM sits at this table: one of the deployment's configured seats
+    # (`gm.providers.seats`, settings GM_PROVIDERS), or blank for the deployment's default
+    # (GM_PROVIDER). A name only: keys stay in the environment. Changed by the owner only,
+    # through `gm.services.campaign_gm_set`.
+    gm_provider = models.CharField(max_length=40, blank=True, default="")
     # Last realtime event number handed out (docs/api.md#the-live-feed-websocket); advanced under
     # the campaign row lock.
     event_seq = models.BigIntegerField(default=0, editable=False)
@@ -388,6 +393,16 @@ class Turn(Revertible):
     retry_of = models.OneToOneField(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="retry"
     )
+    # How the GM answered (docs/architecture.md#approval-policy-and-analytics), written by the
+    # runner as each attempt ends or pauses: the model that answered (as its log rows name it),
+    # milliseconds from the start of the attempt that spoke first to its first narrated word,
+    # GM time summed over attempts (not the time a held call waited for a person), tokens as
+    # the server reported them (null when it reported none).
+    gm_model = models.CharField(max_length=120, blank=True, default="")
+    first_word_ms = models.PositiveIntegerField(null=True, blank=True)
+    answer_ms = models.PositiveIntegerField(null=True, blank=True)
+    tokens_in = models.PositiveIntegerField(null=True, blank=True)
+    tokens_out = models.PositiveIntegerField(null=True, blank=True)
     # The undone turn this one puts back exactly (audit/services/redo.py); redone at most once.
     redo_of = models.OneToOneField(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="redo"

@@ -16,6 +16,8 @@ from typing import Any
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from config.gm_seats import gm_seats_from_env
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -376,9 +378,16 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-# Which GM provider runs a turn: "scripted" (offline, deterministic) or "anthropic".
+# Which GM provider runs a turn where the campaign chose none: "scripted" (offline,
+# deterministic), "anthropic", "openai", or a name from GM_PROVIDERS. By default the first
+# configured of anthropic, openai, scripted.
 GM_PROVIDER = os.environ.get(
-    "GM_PROVIDER", "anthropic" if os.environ.get("ANTHROPIC_API_KEY") else "scripted"
+    "GM_PROVIDER",
+    "anthropic"
+    if os.environ.get("ANTHROPIC_API_KEY")
+    else "openai"
+    if os.environ.get("OPENAI_MODEL")
+    else "scripted",
 )
 ANTHROPIC_MODEL = os.environ.get("ANTHROPIC_MODEL", "claude-sonnet-4-5")
 ANTHROPIC_API_KEY = os.environ.get("ANTHROPIC_API_KEY", "")
@@ -386,6 +395,27 @@ ANTHROPIC_API_KEY = os.environ.get("ANTHROPIC_API_KEY", "")
 ANTHROPIC_BASE_URL = os.environ.get("ANTHROPIC_BASE_URL", "")
 ANTHROPIC_MAX_RETRIES = int(os.environ.get("ANTHROPIC_MAX_RETRIES", "2"))
 ANTHROPIC_TIMEOUT = float(os.environ.get("ANTHROPIC_TIMEOUT", "60"))
+# The OpenAI-compatible GM (GM_PROVIDER=openai): any Chat Completions server. OPENAI_BASE_URL
+# empty means OpenAI itself; Ollama is http://127.0.0.1:11434/v1 (any OPENAI_API_KEY will do for
+# a local server). OPENAI_STRICT_TOOLS: auto (strict function schemas for OpenAI itself only),
+# on, off. OPENAI_TOOL_CHOICE: empty (not sent; Ollama ignores it), auto, required or none.
+OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "")
+OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "")
+OPENAI_MODEL = os.environ.get("OPENAI_MODEL", "")
+OPENAI_STRICT_TOOLS = os.environ.get("OPENAI_STRICT_TOOLS", "auto")
+OPENAI_TOOL_CHOICE = os.environ.get("OPENAI_TOOL_CHOICE", "")
+OPENAI_MAX_RETRIES = int(os.environ.get("OPENAI_MAX_RETRIES", "2"))
+OPENAI_TIMEOUT = float(os.environ.get("OPENAI_TIMEOUT", "60"))
+if OPENAI_STRICT_TOOLS not in ("auto", "on", "off"):
+    raise ImproperlyConfigured("OPENAI_STRICT_TOOLS must be auto, on or off.")
+if OPENAI_TOOL_CHOICE not in ("", "auto", "required", "none"):
+    raise ImproperlyConfigured("OPENAI_TOOL_CHOICE must be empty, auto, required or none.")
+# More OpenAI-compatible seats a campaign's owner may choose from, as JSON: {"name": {"model",
+# "base_url", "api_key_env", "label", "strict", "tool_choice"}}, e.g. '{"ollama": {"model":
+# "llama3.1", "base_url": "http://127.0.0.1:11434/v1"}, "gpt": {"model": "gpt-4.1",
+# "api_key_env": "OPENAI_API_KEY"}}'. A key is named by the variable that holds it, read here
+# and kept in memory only: never in the database, a page or a log.
+GM_PROVIDERS = gm_seats_from_env(os.environ.get("GM_PROVIDERS", ""), os.environ)
 # A worker running a GM turn holds a lease on it for this long and renews it (a heartbeat) every
 # third of it; a worker that dies loses the lease, and the turn resumes on another worker (or
 # fails, once GM_MAX_ATTEMPTS of its runs have died: resumes after an approval do not count)
@@ -394,6 +424,11 @@ GM_LEASE_SECONDS = float(os.environ.get("GM_LEASE_SECONDS", "60"))
 GM_MAX_ATTEMPTS = int(os.environ.get("GM_MAX_ATTEMPTS", "3"))
 if GM_LEASE_SECONDS < 1 or GM_MAX_ATTEMPTS < 1:
     raise ImproperlyConfigured("GM_LEASE_SECONDS and GM_MAX_ATTEMPTS must be at least 1.")
+# How often (seconds) a running GM turn looks whether it was cancelled or undone; a stop hangs up
+# the model's stream at once, so the turn ends this long after Stop at most (plus a read).
+GM_STOP_POLL_SECONDS = float(os.environ.get("GM_STOP_POLL_SECONDS", "0.5"))
+if not 0 < GM_STOP_POLL_SECONDS <= 1:
+    raise ImproperlyConfigured("GM_STOP_POLL_SECONDS must be more than 0 and at most 1.")
 # Seconds the scripted GM waits before each round, as a model would (benchmarks, process tests).
 GM_SCRIPTED_DELAY = float(os.environ.get("GM_SCRIPTED_DELAY", "0"))
 

@@ -13,6 +13,8 @@ outcome they had instead of running twice.
 
 import json
 from abc import ABC, abstractmethod
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
@@ -77,6 +79,12 @@ class Session(Protocol):
     def step(self) -> None:
         """Raise TurnStopped if the turn must stop here (before a new round or tool call)."""
 
+    def streaming(self, hang_up: Callable[[], None]) -> AbstractContextManager[None]:
+        """Read a model's stream inside this: if the turn is stopped meanwhile (cancelled,
+        undone), `hang_up` is called from another thread to close the stream, and whatever the
+        read raised then, or the stream's end, leaves the block as TurnStopped. Nothing of the
+        unfinished reply may be recorded or run."""
+
     def call_tool(self, name: str, input: Any, *, model: str, tool_use_id: str) -> ToolOutcome:
         """Run a tool: write tools through the audited dispatch with `model` on the log row.
         A tool_use id that ran before returns the outcome it had, without running again."""
@@ -85,10 +93,17 @@ class Session(Protocol):
         """The stored round `index` of this turn, or None if it is still to be played."""
 
     def record_round(
-        self, *, content: list[dict[str, Any]], stop_reason: str, model: str, text: str
+        self,
+        *,
+        content: list[dict[str, Any]],
+        stop_reason: str,
+        model: str,
+        text: str,
+        usage: tuple[int, int] | None = None,
     ) -> Round:
         """Store the model's complete reply as the next round, before any of its tool calls
-        runs (a round without tool calls is complete at once)."""
+        runs (a round without tool calls is complete at once); `usage` is (tokens in, tokens
+        out) when the server reported them, for the turn's figures."""
 
     def complete_round(self, round: Round, results: list[dict[str, Any]]) -> Round:
         """Store the tool_result blocks of a round's calls."""

@@ -21,6 +21,7 @@ from django.conf import settings
 from ai_tools import registry
 from gm.base import GMError, GMProvider, Round, Session
 from gm.context import GMContext, state_summary
+from gm.lease import response_hang_up
 
 MAX_TOKENS = 1024
 MAX_ROUNDS = 8
@@ -111,22 +112,26 @@ class AnthropicProvider(GMProvider):
             stop_reason=reply.stop_reason,
             model=f"anthropic/{reply.model}",
             text="".join(said),
+            usage=_usage(reply),
         )
 
     def _stream(self, session: Session, said: list[str], *, lead: str, **request: Any) -> Any:
         """One streamed round: its words go to the table as they arrive (and into `said`); the
         reply counts only if the API said it ended (message_stop). A body that just stops (a
         dropped connection, a proxy timeout) is not a reply, whatever it held, and none of its
-        tool calls runs."""
+        tool calls runs. A Stop hangs the stream up (`session.streaming`): the turn ends there."""
         started: list[str] = []
         finished = False
-        with self.client.messages.stream(
-            model=self.requested_model, max_tokens=MAX_TOKENS, **request
-        ) as stream:
+        with (
+            self.client.messages.stream(
+                model=self.requested_model, max_tokens=MAX_TOKENS, **request
+            ) as stream,
+            session.streaming(response_hang_up(stream.response)),
+        ):
             for event in stream:
                 if event.type == "text" and event.text:
-                    said.append(lead + event.text)
                     session.say(lead + event.text)
+                    said.append(lead + event.text)
                     lead = ""
                 elif event.type == "content_block_start" and event.content_block.type == "tool_use":
                     started.append(event.content_block.name)
@@ -138,6 +143,13 @@ class AnthropicProvider(GMProvider):
                     + "."
                 )
             return stream.get_final_message()
+
+
+def _usage(reply: Any) -> tuple[int, int] | None:
+    usage = getattr(reply, "usage", None)
+    if usage is None or usage.input_tokens is None:
+        return None
+    return usage.input_tokens, usage.output_tokens or 0
 
 
 def tool_specs() -> list[dict[str, Any]]:

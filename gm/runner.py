@@ -12,10 +12,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
+from django.db.models import F
+from django.db.models.functions import Coalesce
 
 from audit.models import ToolInvocation
 from campaigns.events import GMTurnCompleted, GMTurnStarted
-from campaigns.models import ChatMessage, Source, Turn
+from campaigns.models import Campaign, ChatMessage, Source, Turn
 from campaigns.realtime import broadcast_on_commit, event
 from campaigns.services import message_post
 from core.faults import is_unavailable
@@ -46,7 +48,7 @@ def claim_run(claim: Claim, provider: Any = None) -> Turn:
     model = ""
     with Heartbeat(turn_id=turn.pk, owner=claim.owner) as heartbeat:
         try:
-            provider = provider or provider_for()
+            provider = provider or provider_for(_seat(turn))
             model = provider.model
             session = _session(claim, heartbeat)
             actor = turn.actor.get_username()
@@ -65,6 +67,11 @@ def claim_run(claim: Claim, provider: Any = None) -> Turn:
             _end(claim, Turn.Status.FAILED, session, model=model, reason=reason)
     turn.refresh_from_db()
     return turn
+
+
+def _seat(turn: Turn) -> str:
+    """The campaign's chosen GM (blank: the deployment's default)."""
+    return Campaign.objects.filter(pk=turn.campaign_id).values_list("gm_provider", flat=True)[0]
 
 
 def _played(provider: Any, session: TurnSession, claim: Claim) -> bool:
@@ -94,6 +101,7 @@ def turn_pause(turn: Turn, owner: str, session: TurnSession) -> bool:
         ).exists()
         if waiting:
             session.flush()
+            turn_figures(turn, session)
             Turn.objects.filter(pk=turn.pk).update(
                 status=Turn.Status.AWAITING_APPROVAL, lease_owner="", lease_expires_at=None
             )
@@ -109,7 +117,7 @@ def _session(claim: Claim, heartbeat: Heartbeat) -> TurnSession:
         owner=claim.owner,
         attempt=claim.attempt,
         rounds=transcript_rounds(turn=turn),
-        lost=heartbeat.lost,
+        watch=heartbeat,
     )
 
 
@@ -137,10 +145,29 @@ def _end(
             current = lease_hold(claim.turn, claim.owner)
             if session is not None:
                 session.flush()
+                turn_figures(current, session, model=model)
             text = session.text if session is not None else ""
             turn_close(current, status=status, model=model, text=text, reason=reason)
     except TurnStopped:
         logger.warning("GM turn %s ended elsewhere; %s writes nothing", claim.turn.pk, claim.owner)
+
+
+def turn_figures(turn: Turn, session: TurnSession, *, model: str = "") -> None:
+    """Add this attempt's figures to the turn's: the model that answered (as its log rows name
+    it: the last stored round's, else the provider's), the GM's time, the first word's delay if
+    none was recorded before, and the tokens its new rounds cost."""
+    answered = session.rounds[-1].model if session.rounds else model
+    figures: dict[str, Any] = {
+        "answer_ms": Coalesce(F("answer_ms"), 0) + session.elapsed_ms(),
+    }
+    if answered:
+        figures["gm_model"] = answered[:120]
+    if session.first_word_ms is not None:
+        figures["first_word_ms"] = Coalesce(F("first_word_ms"), session.first_word_ms)
+    if session.tokens is not None:
+        figures["tokens_in"] = Coalesce(F("tokens_in"), 0) + session.tokens[0]
+        figures["tokens_out"] = Coalesce(F("tokens_out"), 0) + session.tokens[1]
+    Turn.objects.filter(pk=turn.pk).update(**figures)
 
 
 def turn_close(

@@ -10,12 +10,13 @@ from django.utils import timezone
 from audit.permissions import authorize_revert
 from audit.services.approval import held_calls_withdraw
 from campaigns.models import Campaign, ChatMessage, Turn
-from campaigns.permissions import require_member
+from campaigns.permissions import require_member, require_owner
 from campaigns.security import recording_denials
 from campaigns.selectors import campaign_get_visible, turn_get
 from campaigns.services import turn_create
-from core.errors import Conflict
+from core.errors import Conflict, InvalidInput
 from gm.base import GMProvider
+from gm.providers import Seat, seats
 from gm.runner import claim_run, turn_close
 from gm.tasks import turn_claim, turn_enqueue, turn_enqueue_next
 from gm.transcript import transcript_text
@@ -65,8 +66,9 @@ def gm_turn_run(*, turn: Turn, provider: GMProvider | None = None) -> Turn:
 
 def turn_cancel(*, campaign_id: Any, turn_id: Any, user: Any, ip: str | None = None) -> Turn:
     """Stop the GM on a turn (its actor, or whoever may revert it). A queued turn is cancelled
-    at once; a running one stops at its next step (before its next round or tool call), its
-    committed calls staying undoable. A turn that has ended cannot be cancelled (Conflict)."""
+    at once; a running one stops within about a second (its runner's stop watch hangs up the
+    model's stream, docs/architecture.md#durable-gm-turns), its committed calls staying
+    undoable. A turn that has ended cannot be cancelled (Conflict)."""
     with recording_denials(user=user, ip=ip), transaction.atomic(durable=True):
         campaign = campaign_get_visible(campaign_id=campaign_id, user=user, lock=True)
         turn = turn_get(campaign=campaign, turn_id=turn_id, lock=True)
@@ -122,3 +124,20 @@ def turn_retry(*, campaign_id: Any, turn_id: Any, user: Any, ip: str | None = No
             message=said.content if said else "",
             retry_of=turn,
         )
+
+
+def campaign_gm_set(*, campaign: Campaign, by: Any, provider: str, ip: str | None = None) -> Seat:
+    """The owner seats another GM at the campaign's table: one of the seats this deployment has
+    configured (`gm.providers.seats`). Turns already queued keep theirs only if they started;
+    every turn claimed from now on is answered by the new GM. Only the seat's name is stored."""
+    with recording_denials(user=by, ip=ip):
+        require_owner(campaign=campaign, user=by, action="campaign_gm_set")
+    offered = seats()
+    if provider not in offered:
+        raise InvalidInput(
+            f"provider must be one of this server's GMs ({', '.join(offered)}); got {provider!r}."
+        )
+    with transaction.atomic(durable=True):
+        Campaign.objects.select_for_update().filter(pk=campaign.pk).update(gm_provider=provider)
+    campaign.gm_provider = provider
+    return offered[provider]

@@ -9,6 +9,9 @@ the transcript as they complete, by the runner that holds the turn's lease and n
 """
 
 import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ai_tools import registry
@@ -22,6 +25,7 @@ from campaigns.realtime import broadcast_on_commit, event
 from core.errors import AppError
 from gm.base import Round, ToolOutcome, TurnStopped
 from gm.context import GMContext
+from gm.lease import Heartbeat
 from gm.transcript import round_complete, round_record
 
 DELTA_MIN_CHARS = 24
@@ -43,17 +47,24 @@ class TurnSession:
         attempt: int,
         rounds: list[Round],
         lost: threading.Event | None = None,
+        watch: Heartbeat | None = None,
     ) -> None:
         self.turn = turn
         self.context = context
         self.owner = owner
         self.attempt = attempt
         self.rounds = rounds
-        self._lost = lost or threading.Event()
+        self._lost = lost or (watch.lost if watch is not None else threading.Event())
+        self._watch = watch
         self._said: list[str] = []
         self._pending = ""
         # Set when the turn paused for an approval: the runner leaves it as it is.
         self.paused = False
+        # This attempt's figures (Turn.first_word_ms and the rest): when it began, when it
+        # first spoke, the tokens its new rounds cost.
+        self.started = time.monotonic()
+        self.first_word_ms: int | None = None
+        self.tokens: list[int] | None = None
 
     @property
     def text(self) -> str:
@@ -68,10 +79,16 @@ class TurnSession:
         if not text:
             return
         self._check_lease()
+        self._check_stopped()
+        if self.first_word_ms is None and text.strip():
+            self.first_word_ms = self.elapsed_ms()
         self._said.append(text)
         self._pending += text
         if len(self._pending) >= DELTA_MIN_CHARS:
             self.flush()
+
+    def elapsed_ms(self) -> int:
+        return int((time.monotonic() - self.started) * 1000)
 
     def flush(self) -> None:
         if self._pending:
@@ -93,17 +110,44 @@ class TurnSession:
         if now["cancel_requested_at"] is not None:
             raise TurnStopped(TurnStopped.CANCELLED)
 
+    @contextmanager
+    def streaming(self, hang_up: Callable[[], None]) -> Iterator[None]:
+        if self._watch is None:
+            yield
+            return
+        release = self._watch.hold(hang_up)
+        try:
+            yield
+        except Exception:
+            self._check_stopped()  # the read failed because we hung up: a stop, not an error
+            raise
+        finally:
+            release()
+        self._check_stopped()
+
     def _check_lease(self) -> None:
         if self._lost.is_set():
             raise TurnStopped(TurnStopped.LOST)
+
+    def _check_stopped(self) -> None:
+        if self._watch is not None and self._watch.stopped.is_set():
+            raise TurnStopped(self._watch.why)
 
     def round(self, index: int) -> Round | None:
         return self.rounds[index] if index < len(self.rounds) else None
 
     def record_round(
-        self, *, content: list[dict[str, Any]], stop_reason: str, model: str, text: str
+        self,
+        *,
+        content: list[dict[str, Any]],
+        stop_reason: str,
+        model: str,
+        text: str,
+        usage: tuple[int, int] | None = None,
     ) -> Round:
         self._check_lease()
+        if usage is not None:
+            self.tokens = [a + b for a, b in zip(self.tokens or [0, 0], usage, strict=True)]
         stored = round_record(
             turn=self.turn,
             owner=self.owner,

@@ -155,6 +155,29 @@ def turn_undo(
     return UndoResult(reverted=[str(r.pk) for r in chain], skipped=skipped)
 
 
+def rewound_in_place(campaign: Campaign, *, turn: Turn, by: Any) -> int:
+    """For a replay of `turn` (gm/replay.py), inside the caller's transaction, which must roll
+    back: put the world back as it stood before the turn, as far as the log can, by restoring
+    the snapshots of every committed call from the turn's first onwards, newest first. No row
+    is marked, no transition chained, no event sent (`by` is who the tools' reverts run as);
+    the number of calls restored."""
+    first = (
+        ToolInvocation.objects.filter(campaign=campaign, turn=turn)
+        .order_by("sequence")
+        .values_list("sequence", flat=True)
+        .first()
+    )
+    later = ToolInvocation.objects.filter(campaign=campaign, status=COMMITTED, revertible=True)
+    if first is not None:
+        later = later.filter(sequence__gte=first)
+    else:
+        later = later.filter(turn_id__gt=turn.pk)
+    rows = list(later.order_by("-sequence"))
+    for row in rows:
+        _restore(campaign, row, by)
+    return len(rows)
+
+
 def _name(user: Any) -> str:
     return user.get_username() if user is not None else "Someone"
 

@@ -9,6 +9,7 @@ from campaigns.models import Turn
 from gm.base import GMProvider, Session
 from gm.services import gm_turn_run, turn_submit
 from tests.gm.fake_claude import FakeClaude
+from tests.gm.fake_openai import FakeOpenAI
 
 
 class Provider(GMProvider):
@@ -41,6 +42,25 @@ def claude(settings) -> Iterator[FakeClaude]:
     yield fake
     fake.stop()
     assert fake.refusals == [], "the client sent requests the Messages API refuses"
+
+
+@pytest.fixture
+def openai_server(settings) -> Iterator[FakeOpenAI]:
+    """The openai provider, configured against a strict fake Chat Completions server on
+    localhost. Whatever the test expects, the client must never have sent a request the API
+    refuses (a test of a refusing server empties `refusals` itself)."""
+    fake = FakeOpenAI()
+    fake.start()
+    settings.GM_PROVIDER = "openai"
+    settings.OPENAI_API_KEY = "test-key"
+    settings.OPENAI_BASE_URL = fake.url
+    settings.OPENAI_MODEL = "gpt-gm-test"
+    settings.OPENAI_STRICT_TOOLS = "auto"
+    settings.OPENAI_TOOL_CHOICE = ""
+    settings.OPENAI_MAX_RETRIES = 0
+    yield fake
+    fake.stop()
+    assert fake.refusals == [], "the client sent requests the Chat Completions API refuses"
 
 
 @pytest.fixture

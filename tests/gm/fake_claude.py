@@ -8,7 +8,9 @@ content_block_start / content_block_delta (text_delta, input_json_delta) / conte
 message_delta with the stop reason, message_stop). A reply can also go wrong the ways the real
 one does: an HTTP error (529 overloaded), an `error` event mid-stream, a stream cut short
 (a proxy timeout: the body ends cleanly, without message_delta/message_stop), a TCP reset
-mid-stream, or `stop_reason: max_tokens` in the middle of a tool_use.
+mid-stream, or `stop_reason: max_tokens` in the middle of a tool_use. A slow reply (`slow`) paces
+its text chunks, calls a test's hook after one of them, and notices when the client hangs up
+(`hung_up`, and `sent`: how many text chunks went out before it did).
 
 `requests` holds every body received; `refusals` every 400 the fake gave, so a test (the
 `claude` fixture does it for every Claude test) can insist the client never sent anything the
@@ -16,10 +18,12 @@ API refuses.
 """
 
 import json
+import select
 import socket
 import struct
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
@@ -37,6 +41,13 @@ class Reply:
     ending: Ending = "complete"
     status: int = 200
     error: dict[str, str] | None = None  # sent as an HTTP error, or as an `error` event
+    pace: float = 0.0  # seconds between text chunks
+    hook: tuple[int, Callable[[], None]] | None = None  # called after that many text chunks
+    stall: float = 0.0  # seconds of silence after the hook (a model thinking mid-sentence)
+
+
+class HungUp(Exception):
+    """The client closed the connection while the fake was still streaming."""
 
 
 class FakeClaude:
@@ -44,6 +55,8 @@ class FakeClaude:
         self.requests: list[dict[str, Any]] = []
         self.refusals: list[dict[str, Any]] = []
         self._replies: deque[Reply] = deque()
+        self.hung_up = threading.Event()
+        self.sent = 0  # text chunks of the current (or last) reply that went out
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._server.daemon_threads = True
         self._server.fake = self  # type: ignore[attr-defined]
@@ -76,6 +89,18 @@ class FakeClaude:
     def truncate(self, *blocks: Block) -> None:
         """The output hits max_tokens in the last block (a tool_use's JSON stops half-way)."""
         self._replies.append(Reply(blocks=list(blocks), ending="max_tokens"))
+
+    def slow(
+        self,
+        *blocks: Block,
+        pace: float,
+        hook: tuple[int, Callable[[], None]] | None = None,
+        stall: float = 0.0,
+    ) -> None:
+        """A complete reply whose text chunks go out `pace` seconds apart; `hook` is (n, f): f
+        is called once n text chunks went out, then the stream falls silent for `stall`
+        seconds. Stops when the client hangs up (`hung_up`)."""
+        self._replies.append(Reply(blocks=list(blocks), pace=pace, hook=hook, stall=stall))
 
     def fail(self, status: int, type: str, message: str) -> None:
         """An HTTP error answer, e.g. 529 overloaded_error."""
@@ -128,7 +153,10 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.status != 200:
             self._error(reply.status, **(reply.error or {}), number=number)
             return
-        _Stream(self, number).send(reply)
+        try:
+            _Stream(self, number).send(reply)
+        except (HungUp, BrokenPipeError, ConnectionResetError):
+            fake.hung_up.set()
 
     def _header_problem(self) -> tuple[int, str, str] | None:
         if self.path.split("?")[0] != "/v1/messages":
@@ -162,6 +190,8 @@ class _Stream:
     def __init__(self, handler: _Handler, number: int) -> None:
         self.handler = handler
         self.number = number
+        self.fake: FakeClaude = handler.server.fake  # type: ignore[attr-defined]
+        self.reply = Reply()
 
     def send(self, reply: Reply) -> None:
         h = self.handler
@@ -172,6 +202,8 @@ class _Stream:
         h.send_header("Connection", "close")
         h.end_headers()
         h.close_connection = True
+        self.reply = reply
+        self.fake.sent = 0
         self._event("message_start", {"message": self._message()})
         self._event("ping", {})
         last = len(reply.blocks) - 1
@@ -237,7 +269,24 @@ class _Stream:
         for chunk in chunks:
             delta = {"type": "text_delta", "text": chunk}
             self._event("content_block_delta", {"index": index, "delta": delta})
+            self.fake.sent += 1
+            self._paced()
         self._event("content_block_stop", {"index": index})
+
+    def _paced(self) -> None:
+        """After a text chunk of a slow reply: the test's hook if its time has come, then the
+        pause, during which a client that hangs up (EOF on our socket) is noticed."""
+        reply = self.reply
+        pause = reply.pace
+        if reply.hook is not None and reply.hook[0] == self.fake.sent:
+            reply.hook[1]()
+            pause = max(pause, reply.stall)
+        if not pause:
+            return
+        connection = self.handler.connection
+        readable, _, _ = select.select([connection], [], [], pause)
+        if readable and connection.recv(1, socket.MSG_PEEK) == b"":
+            raise HungUp()
 
     def _tool_use_block(self, index: int, name: str, input: dict[str, Any], *, half: bool) -> None:
         block = {

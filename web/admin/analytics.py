@@ -1,4 +1,5 @@
-"""The analytics page of the admin: revert rates by model, by tool and by day, drawn as SVG on
+"""The analytics page of the admin: models side by side (the API's `?by=model` rows, with the
+undo rate per GM turn as a chart), revert rates by model, by tool and by day, drawn as SVG on
 the server (web/admin/charts.py), with the table the API serves beneath. Staff holding the audit
 permission read every campaign, as they read the whole log."""
 
@@ -11,7 +12,7 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
-from audit.analytics import revert_rate_by, revert_rate_by_day, tool_stats
+from audit.analytics import model_stats, revert_rate_by, revert_rate_by_day, tool_stats
 from campaigns.models import Campaign
 from web.admin.charts import bar_chart, time_chart
 from web.admin.reverting import can_read_log
@@ -61,7 +62,11 @@ def analytics_page(model_admin: Any, request: HttpRequest) -> HttpResponse:
         "since": timezone.now() - timedelta(days=days),
     }
     rows = tool_stats(**scope)
+    models = model_stats(**scope)
+    answered = [(m["model"], m["undo_rate"], m["turns"]) for m in models if m["turns"]]
     context.update(
+        models=models,
+        undo_by_model=bar_chart(answered),
         days=days,
         campaign=campaign,
         rows=rows,

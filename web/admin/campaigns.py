@@ -8,9 +8,11 @@ with it. Turns are read-only; "Undo turn" goes through `turn_undo` like the API.
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
@@ -28,6 +30,9 @@ from campaigns.models import (
 )
 from campaigns.services import campaign_set_approval_policy
 from core.api.base import client_ip
+from gm.base import GMError
+from gm.providers import provider_for, seats
+from gm.replay import turn_message, turn_replay
 from web.admin import display
 from web.admin.filters import CampaignFilter, StatusFilter
 from web.admin.pagination import EstimatedCountPaginator
@@ -181,6 +186,15 @@ class TurnInvocationInline(display.InvocationColumns, ReadOnlyInline):
         return self._names
 
 
+class ReplayForm(forms.Form):
+    provider = forms.ChoiceField(label="GM", choices=[])
+    model = forms.CharField(label="Model (optional)", required=False, max_length=120)
+
+    def __init__(self, *args: Any, seats: dict[str, Any], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["provider"].choices = [(name, seat.label) for name, seat in seats.items()]
+
+
 @admin.register(Turn)
 class TurnAdmin(ReadOnlyMixin, RevertPageMixin, LogReaderMixin, admin.ModelAdmin):
     reverting = TURN
@@ -202,8 +216,40 @@ class TurnAdmin(ReadOnlyMixin, RevertPageMixin, LogReaderMixin, admin.ModelAdmin
     )
     readonly_fields = fields
     inlines = (ChatMessageInline, TurnInvocationInline)
+    actions = ["replay_selected"]
     when = display.time_column("created_at", "when")
     undone = display.time_column("reverted_at", "undone")
+
+    @admin.action(description="Replay the selected turn against another model (nothing kept)")
+    def replay_selected(self, request: HttpRequest, queryset: QuerySet) -> TemplateResponse | None:
+        """One turn at a time: a form for the GM (one of this server's seats) and a model, then
+        both models side by side. `gm.replay.turn_replay` decides who may (and records a
+        refusal); nothing it runs is kept."""
+        turns = list(queryset.select_related("campaign")[:2])
+        if len(turns) != 1:
+            self.message_user(request, "Select exactly one turn to replay.", "error")
+            return None
+        turn = turns[0]
+        form = ReplayForm(request.POST if "replay" in request.POST else None, seats=seats())
+        context: dict[str, Any] = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "title": f"Replay turn {turn.pk}",
+            "turn": turn,
+            "form": form,
+            "message": turn_message(turn),
+        }
+        if form.is_valid():
+            try:
+                provider = provider_for(
+                    form.cleaned_data["provider"], model=form.cleaned_data["model"] or None
+                )
+                context["replay"] = turn_replay(
+                    turn_id=turn.pk, provider=provider, by=request.user, ip=client_ip(request)
+                )
+            except GMError as exc:
+                context["error"] = str(exc)
+        return TemplateResponse(request, "admin/campaigns/turn/replay.html", context)
 
     class Media:
         css = {"all": ["audit/admin.css"]}

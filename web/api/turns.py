@@ -78,8 +78,9 @@ def turn_gm_schema(summary: str, answer: str) -> Callable[[type], type]:
 )
 class TurnCancelView(TurnGMView):
     """A queued turn is cancelled at once (`status: cancelled`); a running one is asked to stop
-    (`status: running`, `cancel_requested: true`) and ends `cancelled` at its next step, before
-    its next round or tool call; its committed tool calls stay in the log, undoable."""
+    (`status: running`, `cancel_requested: true`) and ends `cancelled` within about a second:
+    the model's stream is hung up mid-sentence, what it said is kept, none of the unfinished
+    message's tool calls runs, and its committed tool calls stay in the log, undoable."""
 
     service = staticmethod(turn_cancel)
 

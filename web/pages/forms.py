@@ -42,6 +42,14 @@ class ApprovalPolicyForm(forms.Form):
     approval_policy = policy_field()
 
 
+class GMSeatForm(forms.Form):
+    provider = forms.ChoiceField(label="GM", choices=[])
+
+    def __init__(self, *args: Any, seats: dict[str, Any], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["provider"].choices = [(name, seat.label) for name, seat in seats.items()]
+
+
 WHOLE_NUMBER = re.compile(r"[+-]?[0-9]{1,9}")
 
 

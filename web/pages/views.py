@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
@@ -25,12 +26,20 @@ from campaigns.models import ApprovalPolicyChange, Campaign
 from campaigns.selectors import campaign_get_for_member, campaign_list_for_member, one_snapshot
 from campaigns.services import campaign_create, campaign_set_approval_policy
 from core.api.base import client_ip
-from core.errors import Forbidden, NotFound
+from core.errors import Forbidden, InvalidInput, NotFound
+from gm.providers import seat_of, seats
+from gm.services import campaign_gm_set
 from web.accounts import ExpiringTokenAuthentication, SignupRateThrottle, too_many
 from web.api import serializers as s
 from web.negotiation import wants_json
 from web.pages import presenters
-from web.pages.forms import ApprovalPolicyForm, CampaignForm, posted_fields, refused
+from web.pages.forms import (
+    ApprovalPolicyForm,
+    CampaignForm,
+    GMSeatForm,
+    posted_fields,
+    refused,
+)
 from web.shared import validated
 
 # A turn's or roll's id as the URL converters take it: ASCII digits only (str.isdigit also takes
@@ -108,10 +117,37 @@ def campaign_detail(request: HttpRequest, campaign_id: Any) -> HttpResponse:
     campaign = member_campaign(request, campaign_id)
     rights = viewer_rights(campaign=campaign, user=request.user)
     context = presenters.table(campaign=campaign, rights=rights)
+    context["gm_seat"] = seat_of(campaign)
     if rights.owner:
         policy = {"approval_policy": campaign.approval_policy}
         context["policy_form"] = ApprovalPolicyForm(initial=policy)
+        seat = {"provider": context["gm_seat"].name}
+        context["gm_form"] = GMSeatForm(initial=seat, seats=seats())
     return render(request, "campaigns/detail.html", context)
+
+
+@signed_in
+@require_POST
+def campaign_gm(request: HttpRequest, campaign_id: Any) -> HttpResponse:
+    """The owner seats another of this server's GMs at the campaign's table
+    (`gm.services.campaign_gm_set` decides who may, and which GMs there are)."""
+    campaign = member_campaign(request, campaign_id)
+    provider = request.POST.get("provider", "")
+    if not provider:
+        raise InvalidInput("provider: choose one of this server's GMs.")
+    campaign_gm_set(campaign=campaign, by=request.user, provider=provider, ip=client_ip(request))
+    return redirect("campaign_detail", campaign_id=campaign.pk)
+
+
+@require_GET
+def help_playing(request: HttpRequest) -> HttpResponse:
+    """The README's "Playing" section: how to seat a real GM, what the scripted one knows."""
+    readme = (settings.BASE_DIR / "README.md").read_text(encoding="utf-8")
+    start = readme.find("\n## Playing")
+    end = readme.find("\n## ", start + 1) if start >= 0 else -1
+    section = readme[start : end if end >= 0 else None] if start >= 0 else readme
+    text = section.strip().removeprefix("## Playing").strip()
+    return render(request, "help/playing.html", {"text": text})
 
 
 @signed_in

@@ -290,6 +290,39 @@ class AnalyticsQuery(serializers.Serializer):
     since = serializers.DateTimeField(
         required=False, help_text="Only calls made at or after this ISO 8601 date and time."
     )
+    by = serializers.ChoiceField(
+        choices=["tool", "model"],
+        required=False,
+        default="tool",
+        help_text="`tool` (the default): a row per model version and tool. `model`: a row per "
+        "model, side by side: undo rate per GM turn, failed-input rate, approval outcomes, "
+        "median latency to the first word and per turn, tokens.",
+    )
+
+
+class ModelStatsSerializer(serializers.Serializer):
+    """One model, for comparing models on the same table (`?by=model`). `undo_rate` is undone
+    GM turns / GM turns it answered; `failed_input_rate` is calls whose input the tool refused /
+    calls; latencies are medians in milliseconds (null without turns that spoke); tokens are
+    sums where the server reported them (null where none did)."""
+
+    model = serializers.CharField()
+    turns = serializers.IntegerField()
+    undone_turns = serializers.IntegerField()
+    undo_rate = serializers.FloatField()
+    calls = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    failed_input = serializers.IntegerField()
+    failed_input_rate = serializers.FloatField()
+    reverted = serializers.IntegerField()
+    revert_rate = serializers.FloatField()
+    approved = serializers.IntegerField()
+    rejected = serializers.IntegerField()
+    expired = serializers.IntegerField()
+    median_first_word_ms = serializers.IntegerField(allow_null=True)
+    median_turn_ms = serializers.IntegerField(allow_null=True)
+    tokens_in = serializers.IntegerField(allow_null=True)
+    tokens_out = serializers.IntegerField(allow_null=True)
 
 
 class ToolStatsSerializer(serializers.Serializer):

@@ -10,13 +10,13 @@ body, pass the caller's IP for the security log, and render the outcome.
 from collections.abc import Callable
 from typing import Any
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from audit import services
-from audit.analytics import analytics_scope, tool_stats
+from audit.analytics import analytics_scope, model_stats, tool_stats
 from audit.selectors import calls_concealed, invocation_get, invocation_list, viewer_rights
 from audit.services import approval
 from core.api.base import (
@@ -202,7 +202,15 @@ class ToolAnalyticsView(ApiView):
     @extend_schema(
         summary="Tool-call outcomes per model version and tool",
         parameters=[s.AnalyticsQuery],
-        responses={200: s.ToolStatsSerializer(many=True), **error_responses(403)},
+        responses={
+            200: PolymorphicProxySerializer(
+                component_name="ToolAnalytics",
+                serializers=[s.ToolStatsSerializer, s.ModelStatsSerializer],
+                resource_type_field_name=None,
+                many=True,
+            ),
+            **error_responses(403),
+        },
     )
     def get(self, request: Request) -> Response:
         query = s.AnalyticsQuery(data=request.query_params.dict())
@@ -212,5 +220,9 @@ class ToolAnalyticsView(ApiView):
             campaign_id=query.validated_data.get("campaign"),
             ip=client_ip(request),
         )
-        rows = tool_stats(campaign_ids=campaign_ids, since=query.validated_data.get("since"))
+        since = query.validated_data.get("since")
+        if query.validated_data["by"] == "model":
+            models = model_stats(campaign_ids=campaign_ids, since=since)
+            return Response(s.ModelStatsSerializer(models, many=True).data)
+        rows = tool_stats(campaign_ids=campaign_ids, since=since)
         return Response(s.ToolStatsSerializer(rows, many=True).data)

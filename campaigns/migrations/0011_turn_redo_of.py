@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('campaigns', '0008_turn_recoveries'),
+        ('campaigns', '0010_turn_gm_metrics'),
     ]
 
     operations = [
