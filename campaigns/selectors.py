@@ -6,7 +6,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import QuerySet
+from django.db.models import CharField, QuerySet, Value
 from django.utils import timezone
 
 from campaigns.models import (
@@ -224,6 +224,17 @@ def creature_names_in(*, campaign_ids: Iterable[Any]) -> dict[int, str]:
     return dict(
         Creature.objects.filter(campaign_id__in=list(campaign_ids)).values_list("pk", "name")
     )
+
+
+def world_labels(*, campaign_id: Any) -> dict[str, str]:
+    """The names of the campaign's chapters and dungeons by entity key (`chapter:3` ->
+    "Depths"), for the words of logged calls that name them by id; one query."""
+    chapters = Chapter.objects.filter(campaign_id=campaign_id).values_list("pk", "title").order_by()
+    dungeons = Dungeon.objects.filter(campaign_id=campaign_id).values_list("pk", "name").order_by()
+    tagged = chapters.annotate(kind=Value("chapter", output_field=CharField())).union(
+        dungeons.annotate(kind=Value("dungeon", output_field=CharField())), all=True
+    )
+    return {f"{kind}:{pk}": label for pk, label, kind in tagged}
 
 
 def roll_list(*, campaign: Campaign) -> QuerySet[DiceRoll]:

@@ -28,6 +28,7 @@ from campaigns.selectors import (
     roll_get,
     rolls_outside_turns,
     turn_rolls,
+    world_labels,
 )
 from campaigns.visibility import (
     UNSEEN,
@@ -210,6 +211,7 @@ def feed(*, campaign: Campaign, rights: Rights, turn_id: Any = None) -> list[Tur
             campaign=campaign, rights=rights, rows=[r for t in rows.values() for r in t]
         )
         names = names_seen(creature_names(campaign=campaign), fog)
+        labels = world_labels(campaign_id=campaign.pk)
         onwards, last = _undo_from_here(campaign=campaign, rights=rights, turns=turns)
     views = [
         TurnCard(
@@ -219,7 +221,7 @@ def feed(*, campaign: Campaign, rights: Rights, turn_id: Any = None) -> list[Tur
             created_at=t.created_at,
             messages=messages[t.pk],
             rolls=[roll_card(roll) for roll in rolls[t.pk]],
-            calls=[_tool_call(row, names, fog) for row in rows[t.pk]],
+            calls=[_tool_call(row, names, fog, labels) for row in rows[t.pk]],
             undoable=rights.reverts(t.actor_id),
             reverted=t.reverted_at is not None,
             reverted_by=t.reverted_by.get_username() if t.reverted_by else "",
@@ -289,7 +291,9 @@ def names_seen(names: dict[int, str], fog: Fog | None) -> dict[int, str]:
     return {pk: UNSEEN if pk in fog.hidden else name for pk, name in names.items()}
 
 
-def _tool_call(row: dict[str, Any], names: dict[int, str], fog: Fog | None) -> ToolCallCard:
+def _tool_call(
+    row: dict[str, Any], names: dict[int, str], fog: Fog | None, labels: dict[str, str]
+) -> ToolCallCard:
     return ToolCallCard(
         tool_name=row["tool_name"],
         summary=describe(
@@ -299,6 +303,7 @@ def _tool_call(row: dict[str, Any], names: dict[int, str], fog: Fog | None) -> T
             snapshot=row["revert_snapshot"],
             post_state=row["post_state"],
             fog=fog,
+            labels=labels,
         ),
         status=row["status"],
         error="" if concealed(row["input"], row["post_state"], fog) else row["error"],
@@ -414,6 +419,7 @@ def undo_plan(
     rows = logged_calls(campaign=campaign, ids=ids)
     fog = players_fog(campaign=campaign, rights=rights, rows=list(rows.values()))
     names = names_seen(creature_names(campaign=campaign), fog)
+    labels = world_labels(campaign_id=campaign.pk)
 
     def change(call: dict[str, Any]) -> PlannedChange:
         row = rows.get(call["id"], {})
@@ -424,6 +430,7 @@ def undo_plan(
             snapshot=row.get("revert_snapshot"),
             post_state=row.get("post_state"),
             fog=fog,
+            labels=labels,
         )
         reason = call.get("skip_reason") or ""
         return PlannedChange(
