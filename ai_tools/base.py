@@ -138,12 +138,12 @@ class Names:
     # Other things' names by entity key (`chapter:3` -> "Depths", `dungeon:1` -> "Flooded
     # Crypt"), for the words of calls that name them by id.
     labels: Mapping[str, str] = field(default_factory=dict)
-    # Whether the reader sees a map cell (x, y); None: every cell (the GM). A player does not
-    # read where a creature stood inside the fog.
-    sees: Callable[[Any, Any], bool] | None = None
+    # Whether the reader sees creature `pk` standing on map cell (x, y); None: everywhere (the
+    # GM). A player does not read where a foe stood inside the fog.
+    sees: Callable[[Any, Any, Any], bool] | None = None
 
-    def sees_cell(self, x: Any, y: Any) -> bool:
-        return self.sees is None or self.sees(x, y)
+    def sees_at(self, pk: Any, x: Any, y: Any) -> bool:
+        return self.sees is None or self.sees(pk, x, y)
 
     def __call__(self, pk: Any) -> str:
         """One creature's name; an id without one reads `creature 7`."""

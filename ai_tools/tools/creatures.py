@@ -273,7 +273,7 @@ class MoveToken(WriteTool):
         self, data: dict[str, Any], *, before: EntityMap, after: EntityMap, name: Names
     ) -> list[str]:
         was = creature_row(before, data["creature_id"])
-        known = "x" in was and "y" in was and name.sees_cell(was["x"], was["y"])
+        known = "x" in was and "y" in was and name.sees_at(data["creature_id"], was["x"], was["y"])
         start = f" from {cell(was['x'], was['y'])}" if known else ""
         return [f"{name(data['creature_id'])} moves{start} to {cell(data['x'], data['y'])}"]
 

@@ -103,7 +103,10 @@ def test_each_change_reads_in_plain_words_with_the_tool_in_a_detail(
     commit(world, tool, data, turn=turn)
     html = fragment(player_client, world, turn)
     assert summaries(html) == [words]
-    assert f'<summary>tool</summary><code class="tool">{tool}</code>' in html
+    # The tool's own name is the GM's to look up, folded; a player reads the words only.
+    detail = f'<summary>tool</summary><code class="tool">{tool}</code>'
+    assert detail not in html and tool not in html
+    assert detail in fragment(signed_in(world.owner), world, turn)
 
 
 def test_combat_ends_and_removing_conditions_read_in_plain_words(world: World, player_client):

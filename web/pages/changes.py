@@ -56,11 +56,16 @@ def describe(
 
 def reader_names(names: dict[int, str], labels: dict[str, str] | None, fog: Fog | None) -> Names:
     """The names a reader is given for a call's words: creatures (as `names` has them seen),
-    chapters and dungeons, and, for a player, only the cells known to be out of the fog (a
-    cell the fog facts do not cover is treated as hidden)."""
+    chapters and dungeons, and, for a player, where a creature stood only if the fog would not
+    hide it there (`Fog.hides`; a creature or cell the facts do not cover counts as hidden)."""
     if fog is None or not fog.in_play:
         return Names(names, labels or {})
-    return Names(names, labels or {}, sees=lambda x, y: (x, y) in fog.revealed)
+
+    def sees(pk: Any, x: Any, y: Any) -> bool:
+        kind = fog.creatures.get(pk, ("",))[0] if isinstance(pk, int) else ""
+        return not fog.hides(kind, (x, y))
+
+    return Names(names, labels or {}, sees=sees)
 
 
 def described(

@@ -14,7 +14,13 @@ from typing import Any
 from django.utils import timezone
 
 from audit.models import InvocationOrigin, SkipReason, ToolInvocation
-from audit.selectors import Rights, later_turn_actors, logged_calls, turn_feed
+from audit.selectors import (
+    Rights,
+    calls_outside_turns,
+    later_turn_actors,
+    logged_calls,
+    turn_feed,
+)
 from audit.services.revert import turn_undo_plan
 from campaigns.models import Campaign, ChatMessage, Creature, DiceRoll, Turn
 from campaigns.selectors import (
@@ -44,6 +50,7 @@ from web.pages.changes import concealed, describe
 
 FEED_TURNS = 50
 FEED_ROLLS = 50
+FEED_CHANGES = 50
 
 CALL_LABELS = {
     ToolInvocation.Status.PENDING: "running",
@@ -68,6 +75,13 @@ class ToolCallCard:
     actor: str = ""
     requested_by: str = ""
     by_hand: bool = False  # a person's own call (the GM's hand), not the AI's
+    show_tool: bool = False  # the tool's name, folded, for those who run the table only
+
+    @property
+    def by(self) -> str:
+        """Who changed the table by their own hand ("Mira: Wren heals 4 HP (5 → 9)"); the AI's
+        calls are the GM's, said by the turn."""
+        return self.actor if self.by_hand else ""
 
     @property
     def provenance(self) -> str:
@@ -197,6 +211,19 @@ class TurnCard:
         return self.reverted and asked and not self.retried and self.undoable
 
 
+@dataclass
+class ChangeEntry:
+    """A change someone made outside any turn (a token dragged on the map: nobody's message to
+    the GM), as the feed draws it: who, in the tool's words, and whether it was undone."""
+
+    id: str
+    who: str
+    text: str
+    undone: bool
+    created_at: datetime
+    kind = "change"
+
+
 def feed(*, campaign: Campaign, rights: Rights, turn_id: Any = None) -> list[TurnCard]:
     """The last turns with their visible messages and tool calls, oldest first. The most
     recent GM turn is flagged; undone turns stay as a note of who undid them and why.
@@ -221,7 +248,7 @@ def feed(*, campaign: Campaign, rights: Rights, turn_id: Any = None) -> list[Tur
             created_at=t.created_at,
             messages=messages[t.pk],
             rolls=[roll_card(roll) for roll in rolls[t.pk]],
-            calls=[_tool_call(row, names, fog, labels) for row in rows[t.pk]],
+            calls=[_tool_call(row, names, fog, labels, rights) for row in rows[t.pk]],
             undoable=rights.reverts(t.actor_id),
             reverted=t.reverted_at is not None,
             reverted_by=t.reverted_by.get_username() if t.reverted_by else "",
@@ -235,6 +262,9 @@ def feed(*, campaign: Campaign, rights: Rights, turn_id: Any = None) -> list[Tur
         )
         for t in turns
     ]
+    for view in views:
+        if view.hand:  # the change says who made it: no "adjusts the table by hand" above it
+            view.messages = [m for m in view.messages if m.role != ChatMessage.Role.PLAYER]
     latest = next((v for v in reversed(views) if v.gm), None)
     if latest is not None and turn_id is None:
         latest.latest_gm = True
@@ -260,14 +290,17 @@ def _undo_from_here(
     return result, rows[-1][0]
 
 
-def timeline(*, campaign: Campaign, rights: Rights) -> list[TurnCard | RollCard]:
-    """The whole feed, oldest first: the last turns, and the rolls players made between and
-    after them (the last FEED_ROLLS, none older than the oldest turn shown when turns were cut)."""
+def timeline(*, campaign: Campaign, rights: Rights) -> list[TurnCard | RollCard | ChangeEntry]:
+    """The whole feed, oldest first: the last turns, and the rolls players made and the tokens
+    people dragged between and after them (the last FEED_ROLLS and FEED_CHANGES, none older
+    than the oldest turn shown when turns were cut)."""
     turns = feed(campaign=campaign, rights=rights)
     rolls = [roll_card(r) for r in rolls_outside_turns(campaign=campaign, limit=FEED_ROLLS)]
+    moves = changes_outside_turns(campaign=campaign, rights=rights)
     if len(turns) == FEED_TURNS:
         rolls = [r for r in rolls if r.created_at >= turns[0].created_at]
-    return sorted([*turns, *rolls], key=lambda entry: entry.created_at)
+        moves = [m for m in moves if m.created_at >= turns[0].created_at]
+    return sorted([*turns, *rolls, *moves], key=lambda entry: entry.created_at)
 
 
 def roll_entry(*, campaign: Campaign, roll_id: int) -> RollCard:
@@ -292,7 +325,11 @@ def names_seen(names: dict[int, str], fog: Fog | None) -> dict[int, str]:
 
 
 def _tool_call(
-    row: dict[str, Any], names: dict[int, str], fog: Fog | None, labels: dict[str, str]
+    row: dict[str, Any],
+    names: dict[int, str],
+    fog: Fog | None,
+    labels: dict[str, str],
+    rights: Rights,
 ) -> ToolCallCard:
     return ToolCallCard(
         tool_name=row["tool_name"],
@@ -310,7 +347,32 @@ def _tool_call(
         actor=row["user__username"],
         requested_by=row["requested_by__username"] or "",
         by_hand=row["source"] == InvocationOrigin.USER,
+        show_tool=rights.gm,
     )
+
+
+def changes_outside_turns(
+    *, campaign: Campaign, rights: Rights, invocation_id: Any = None
+) -> list[ChangeEntry]:
+    """The last FEED_CHANGES changes made outside turns (or the one `invocation_id`), oldest
+    first, in the words the viewer may read (a player's of a creature in the fog: that
+    something happens there)."""
+    rows = calls_outside_turns(campaign=campaign, limit=FEED_CHANGES, invocation_id=invocation_id)
+    if not rows:
+        return []
+    fog = players_fog(campaign=campaign, rights=rights, rows=rows)
+    names = names_seen(creature_names(campaign=campaign), fog)
+    labels = world_labels(campaign_id=campaign.pk)
+    return [
+        ChangeEntry(
+            id=str(row["pk"]),
+            who=row["user__username"],
+            text=_tool_call(row, names, fog, labels, rights).summary,
+            undone=row["status"] == ToolInvocation.Status.REVERTED,
+            created_at=row["created_at"],
+        )
+        for row in rows
+    ]
 
 
 def event_seq(campaign: Campaign) -> int:
@@ -396,6 +458,7 @@ class PlannedChange:
     tool_name: str
     later: bool = False  # a later turn's, reverted with it (cascade)
     stays: str = ""  # why it is left as it is
+    show_tool: bool = False  # the tool's name, for those who run the table only
 
 
 SKIPS = {
@@ -438,6 +501,7 @@ def undo_plan(
             tool_name=call["tool_name"],
             later=row.get("turn_id") != turn_id,
             stays=SKIPS.get(reason, reason),
+            show_tool=rights.gm,
         )
 
     def once(calls: list[dict[str, Any]]) -> list[PlannedChange]:
@@ -450,9 +514,13 @@ def undo_plan(
         "turn": turns[0] if turns else None,
         "cascade": cascade,
         "changes": once(plan["invocations"]),
+        # Field by field, the raw record (folded on the dialog) for those who run the table;
+        # a player reads what changes back in the tools' words above it.
         "diff": list(
             dict.fromkeys(_diff_line(row, names) for row in plan["diff"] if not _hides(row, fog))
-        ),
+        )
+        if rights.gm
+        else [],
         "conflicts": once(plan["conflicting_invocations"]) if plan["conflicts"] else [],
     }
 

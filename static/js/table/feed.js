@@ -149,14 +149,37 @@ on("gm_turn_completed", ({ turn }) => refreshTurn(turn));
 
 on("dice_rolled", ({ turn, data }) => drawRoll(data.id, turn));
 
+// A token dragged on the map joins no turn: it is an entry of its own, drawn by the server
+// (`/feed/?change=`), once however many of its events arrive; undone, it is drawn again.
+const changeNode = (id) => $(`:scope > [data-change="${id}"]`, feed());
+
+export async function drawChange(invocation, { again = false } = {}) {
+  let slot = changeNode(invocation);
+  if (slot && !again) return;
+  if (!slot) {
+    slot = document.createElement("li");
+    slot.dataset.change = invocation;
+    slot.hidden = true;
+    keepingScroll(() => feed().append(slot));
+  }
+  try {
+    const drawn = await fetchHTML(`${PAGE}/feed/?change=${invocation}`);
+    keepingScroll(() => changeNode(invocation)?.replaceWith(drawn));
+  } catch {
+    if (slot.hidden) slot.remove(); // the next reload of the feed brings it
+  }
+}
+
 // A change by someone's own hand sits in a turn of its own, which the GM never completes: its
 // tool call is drawn in the feed now.
-on("state_changed", ({ source, turn }) => {
+on("state_changed", ({ source, turn, invocation }) => {
   if (source === "user" && known(turn)) refreshTurn(turn);
+  else if (source === "user" && turn === null && invocation) drawChange(invocation);
 });
 
-on("invocation_reverted", ({ turn }) => {
+on("invocation_reverted", ({ turn, invocation }) => {
   if (known(turn)) refreshTurn(turn);
+  else if (turn === null && invocation && changeNode(invocation)) drawChange(invocation, { again: true });
 });
 
 on("interaction_reverted", ({ turn, data }) => {
