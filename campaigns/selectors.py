@@ -237,6 +237,15 @@ def world_labels(*, campaign_id: Any) -> dict[str, str]:
     return {f"{kind}:{pk}": label for pk, label, kind in tagged}
 
 
+def creatures_added(*, campaign: Campaign, limit: int, creature_id: Any = None) -> list[Creature]:
+    """The last `limit` creatures people put on the table through the set-up (or the one
+    `creature_id`), oldest first, with who added each: the feed tells of them."""
+    added = Creature.objects.filter(campaign=campaign, added_at__isnull=False)
+    if creature_id is not None:
+        added = added.filter(pk=creature_id)
+    return list(added.select_related("added_by").order_by("-added_at", "-pk")[:limit])[::-1]
+
+
 def roll_list(*, campaign: Campaign) -> QuerySet[DiceRoll]:
     """Every roll of the campaign, players' and the GM's, with who rolled."""
     return DiceRoll.objects.filter(campaign=campaign).select_related("author")

@@ -11,7 +11,7 @@ from audit.models import InvocationOrigin
 from audit.services import turn_undo
 from audit.services.hand import hand_call, token_move
 from campaigns.models import Campaign
-from tests.conftest import World, call, commit, signed_in
+from tests.conftest import World, call, commit, fog_over_the_goblin, signed_in
 from tests.pages.readable import internal_words, visible_text
 from tests.pages.test_history_on_page import gm_turn
 
@@ -102,6 +102,8 @@ def test_the_feed_tells_each_change_in_words(world: World):
         "Combat ends after 1 round",
         "owner: Thorin heals 4 HP (20 → 24)",  # the GM's own hand says who
         "player Thorin moves from 1,1 to 2,2",  # a token dragged: an entry of its own
+        "owner adds Goblin: a monster with 7 HP",  # the set-up's creatures too
+        "owner adds Thorin: a player character with 24 HP",
     ):
         assert words in seen, words
     assert "adjusts the table by hand" not in seen
@@ -117,3 +119,27 @@ def test_the_undo_dialog_reads_in_words_too(world: World):
     )
     assert "Thorin gets 2 × healing potion" in plan
     assert internal_words(plan) == [], plan
+
+
+def test_a_player_is_not_told_of_a_foe_added_in_the_fog(world: World):
+    fog_over_the_goblin(world)
+    assert "adds Goblin" not in visible_text(page(world, world.player, "feed/"))
+    assert "owner adds Goblin: a monster" in visible_text(page(world, world.owner, "feed/"))
+    response = signed_in(world.player).get(
+        f"/campaigns/{world.campaign.pk}/feed/?added={world.goblin.pk}"
+    )
+    assert response.status_code == 404
+    shown = page(world, world.player, f"feed/?added={world.orc.pk}")
+    assert 'data-change="added-' in shown and "owner adds Orc" in visible_text(shown)
+
+
+def test_a_dragged_token_is_one_entry_undone_in_place(world: World):
+    row = token_move(campaign=world.campaign, creature=world.hero, by=world.player, x=2, y=2)
+    entry = page(world, world.owner, f"feed/?change={row.pk}")
+    assert visible_text(entry).startswith("player Thorin moves from 1,1 to 2,2")
+    from audit.services import invocation_revert
+
+    invocation_revert(campaign_id=world.campaign.pk, invocation_id=row.pk, user=world.player)
+    assert "undone" in visible_text(page(world, world.owner, f"feed/?change={row.pk}"))
+    missing = signed_in(world.owner).get(f"/campaigns/{world.campaign.pk}/feed/?change=nope")
+    assert missing.status_code == 404

@@ -29,6 +29,7 @@ from campaigns.selectors import (
     campaign_members,
     campaign_state,
     creature_names,
+    creatures_added,
     invite_list,
     one_snapshot,
     roll_get,
@@ -297,6 +298,7 @@ def timeline(*, campaign: Campaign, rights: Rights) -> list[TurnCard | RollCard 
     turns = feed(campaign=campaign, rights=rights)
     rolls = [roll_card(r) for r in rolls_outside_turns(campaign=campaign, limit=FEED_ROLLS)]
     moves = changes_outside_turns(campaign=campaign, rights=rights)
+    moves += creature_additions(campaign=campaign, rights=rights)
     if len(turns) == FEED_TURNS:
         rolls = [r for r in rolls if r.created_at >= turns[0].created_at]
         moves = [m for m in moves if m.created_at >= turns[0].created_at]
@@ -349,6 +351,40 @@ def _tool_call(
         by_hand=row["source"] == InvocationOrigin.USER,
         show_tool=rights.gm,
     )
+
+
+KIND_WORDS = {
+    Creature.Kind.PC: "a player character",
+    Creature.Kind.NPC: "an NPC",
+    Creature.Kind.MONSTER: "a monster",
+}
+
+
+def creature_additions(
+    *, campaign: Campaign, rights: Rights, creature_id: Any = None
+) -> list[ChangeEntry]:
+    """The creatures people added through the set-up (the last FEED_CHANGES, or the one
+    `creature_id`), oldest first, as entries of the feed: "owner adds Goblin at 5,5: a
+    monster with 7 HP". A player is not told of one the fog hides now."""
+    added = creatures_added(campaign=campaign, limit=FEED_CHANGES, creature_id=creature_id)
+    if not added:
+        return []
+    hidden = frozenset()
+    if rights.sight is not Sight.GM:
+        hidden = fog_read(campaign_id=campaign.pk, creature_ids=[c.pk for c in added]).hidden
+    return [
+        ChangeEntry(
+            id=f"added-{c.pk}",
+            who=c.added_by.get_username() if c.added_by else "someone",
+            # What it is, not where it stands or how hurt it is now: those change, the feed
+            # tells of each change as it comes.
+            text=f"adds {c.name}: {KIND_WORDS.get(c.kind, 'a creature')} with {c.max_hp} HP",
+            undone=False,
+            created_at=c.added_at,
+        )
+        for c in added
+        if c.pk not in hidden
+    ]
 
 
 def changes_outside_turns(

@@ -158,6 +158,8 @@ def campaign_feed(request: HttpRequest, campaign_id: Any) -> HttpResponse:
         return _roll_fragment(request, campaign, roll_id)
     if "change" in request.GET:
         return _change_fragment(request, campaign, rights, request.GET["change"])
+    if "added" in request.GET:
+        return _added_fragment(request, campaign, rights, request.GET["added"])
     if turn_id is None:
         with one_snapshot():  # the entries and the number of the last event they reflect
             seq = presenters.event_seq(campaign)
@@ -182,6 +184,20 @@ def _change_fragment(
         raise Http404("No such change.") from None
     found = presenters.changes_outside_turns(
         campaign=campaign, rights=rights, invocation_id=invocation_id
+    )
+    if not found:
+        raise Http404("No such change.")
+    return render(request, "campaigns/_change_entry.html", {"change": found[0]})
+
+
+def _added_fragment(
+    request: HttpRequest, campaign: Campaign, rights: Any, creature_id: str
+) -> HttpResponse:
+    """A creature someone added through the set-up, one entry of the feed: `?added=` its id."""
+    if not FEED_ID.fullmatch(creature_id):
+        raise Http404("No such change.")
+    found = presenters.creature_additions(
+        campaign=campaign, rights=rights, creature_id=int(creature_id)
     )
     if not found:
         raise Http404("No such change.")
