@@ -550,15 +550,25 @@ def undo_plan(
         "turn": turns[0] if turns else None,
         "cascade": cascade,
         "changes": once(plan["invocations"]),
-        # Field by field, the raw record (folded on the dialog) for those who run the table;
-        # a player reads what changes back in the tools' words above it.
         "diff": list(
-            dict.fromkeys(_diff_line(row, names) for row in plan["diff"] if not _hides(row, fog))
-        )
-        if rights.gm
-        else [],
+            dict.fromkeys(
+                _diff_line(row, names)
+                for row in plan["diff"]
+                if not _hides(row, fog) and (rights.gm or _plain(row))
+            )
+        ),
         "conflicts": once(plan["conflicting_invocations"]) if plan["conflicts"] else [],
     }
+
+
+# A creature's fields a player reads field by field; the rest of the record (other entities'
+# rows, keys, timestamps) is the GM's, the tools' words above it tell the player of them.
+PLAIN_FIELDS = frozenset({*Creature.VITALS, "x", "y", "name"})
+
+
+def _plain(row: dict[str, Any]) -> bool:
+    """Whether a field an undo puts back reads as plain words to a player."""
+    return row["entity"] == "creature" and row["field"] in PLAIN_FIELDS
 
 
 def _hides(row: dict[str, Any], fog: Fog | None) -> bool:
