@@ -135,10 +135,24 @@ class Names:
     creatures through it."""
 
     known: Mapping[int, str] = field(default_factory=dict)
+    # Other things' names by entity key (`chapter:3` -> "Depths", `dungeon:1` -> "Flooded
+    # Crypt"), for the words of calls that name them by id.
+    labels: Mapping[str, str] = field(default_factory=dict)
+    # Whether the reader sees creature `pk` standing on map cell (x, y); None: everywhere (the
+    # GM). A player does not read where a foe stood inside the fog.
+    sees: Callable[[Any, Any, Any], bool] | None = None
+
+    def sees_at(self, pk: Any, x: Any, y: Any) -> bool:
+        return self.sees is None or self.sees(pk, x, y)
 
     def __call__(self, pk: Any) -> str:
         """One creature's name; an id without one reads `creature 7`."""
         return self.known.get(pk, f"creature {pk}") if isinstance(pk, int) else str(pk)
+
+    def of(self, kind: str, pk: Any, unknown: str) -> str:
+        """A chapter's, a dungeon's, … name by its id; `unknown` (plain words, never the id)
+        where the reader is not given it."""
+        return self.labels.get(entities.key(kind, pk), unknown) if pk is not None else unknown
 
     def in_text(self, text: str) -> str:
         """A summary's ids named: `creature 7: HP -5` reads `Goblin: HP -5`. A list of ids

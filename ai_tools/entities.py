@@ -114,6 +114,22 @@ def snapshot_map(snapshot: Any) -> dict[str, dict[str, Any] | None]:
     return logged_map(snapshot.get("entities")) if isinstance(snapshot, dict) else {}
 
 
+def entries(logged: dict[str, Any], kind: str, facet: str = "") -> list[tuple[str, Any]]:
+    """(id, fields) of each entry of an entity map of `kind` (a whole row, or the `facet`),
+    in the map's order: what the tools' words read of a call's before and after."""
+    found = []
+    for entity_key, fields in logged.items():
+        k, pk, f = parse(entity_key)
+        if k == kind and f == facet:
+            found.append((pk, fields))
+    return found
+
+
+def fields_of(logged: dict[str, Any], kind: str, facet: str = "") -> dict[str, Any]:
+    """The fields of the first entry of `kind` (and `facet`) that has a row; {} without."""
+    return next((f for _, f in entries(logged, kind, facet) if isinstance(f, dict)), {})
+
+
 def _queryset(campaign: Campaign, entity_key: str) -> models.QuerySet:
     kind = kind_of(entity_key)
     _, pk, _ = parse(entity_key)

@@ -77,6 +77,23 @@ def turn_list(*, campaign: Campaign) -> QuerySet[Turn]:
     )
 
 
+# What the feed reads of a logged call: its words, its status and who made it.
+FEED_CALL_FIELDS = (
+    "approval_of_id",
+    "reverted_by__username",
+    "revert_reason",
+    "tool_name",
+    "input",
+    "status",
+    "error",
+    "user__username",
+    "requested_by__username",
+    "source",
+    "revert_snapshot",
+    "post_state",
+)
+
+
 def turn_feed(
     *, campaign: Campaign, limit: int, turn_id: Any = None
 ) -> tuple[list[Turn], dict[int, list[ChatMessage]], dict[int, list[dict[str, Any]]]]:
@@ -111,22 +128,7 @@ def turn_feed(
         # shows; the held row it ran for is not a second call.
         .exclude(Exists(ToolInvocation.objects.filter(approval_of=OuterRef("pk"))))
         .order_by("sequence")
-        .values(
-            "pk",
-            "approval_of_id",
-            "reverted_by__username",
-            "revert_reason",
-            "turn_id",
-            "tool_name",
-            "input",
-            "status",
-            "error",
-            "user__username",
-            "requested_by__username",
-            "source",
-            "revert_snapshot",
-            "post_state",
-        )
+        .values("turn_id", "pk", *FEED_CALL_FIELDS)
     ):
         calls[row["turn_id"]].append(row)
     return recent, messages, calls
@@ -152,6 +154,23 @@ def call_answers(*, campaign: Campaign, ids: list[Any]) -> dict[str, dict[str, A
             {"by": link["by__username"] or "", "to": link["to_status"], "reason": link["reason"]},
         )
     return answers
+
+
+def calls_outside_turns(
+    *, campaign: Campaign, limit: int, invocation_id: Any = None
+) -> list[dict[str, Any]]:
+    """The last `limit` calls that took effect outside any turn (a token dragged on the map:
+    nobody's message to the GM), oldest first, as plain values (the feed's fields, with `pk`
+    and `created_at`); or the one `invocation_id`. One query."""
+    rows = ToolInvocation.objects.filter(
+        campaign=campaign,
+        turn__isnull=True,
+        status__in=[ToolInvocation.Status.COMMITTED, ToolInvocation.Status.REVERTED],
+    )
+    if invocation_id is not None:
+        rows = rows.filter(pk=invocation_id)
+    values = rows.order_by("-sequence").values("pk", "created_at", *FEED_CALL_FIELDS)
+    return list(values[:limit])[::-1]
 
 
 def later_turn_actors(*, campaign: Campaign, since: Turn) -> list[tuple[int, int]]:

@@ -184,6 +184,12 @@ class Creature(models.Model):
     controlled_by = models.ForeignKey(
         User, null=True, blank=True, on_delete=models.SET_NULL, related_name="characters"
     )
+    # Who put it on the table through the set-up (`campaigns.services.creature_create`), and
+    # when: the feed tells of it. Empty for one a tool call made (the log tells of that).
+    added_by = models.ForeignKey(
+        User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    added_at = models.DateTimeField(null=True, blank=True)
 
     # What a creature's health is made of (tools write them together: entity `creature:N/vitals`)
     # and what every surface shows of a creature; one list each, so a new field is added once.

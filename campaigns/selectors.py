@@ -6,7 +6,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import QuerySet
+from django.db.models import CharField, QuerySet, Value
 from django.utils import timezone
 
 from campaigns.models import (
@@ -224,6 +224,26 @@ def creature_names_in(*, campaign_ids: Iterable[Any]) -> dict[int, str]:
     return dict(
         Creature.objects.filter(campaign_id__in=list(campaign_ids)).values_list("pk", "name")
     )
+
+
+def world_labels(*, campaign_id: Any) -> dict[str, str]:
+    """The names of the campaign's chapters and dungeons by entity key (`chapter:3` ->
+    "Depths"), for the words of logged calls that name them by id; one query."""
+    chapters = Chapter.objects.filter(campaign_id=campaign_id).values_list("pk", "title").order_by()
+    dungeons = Dungeon.objects.filter(campaign_id=campaign_id).values_list("pk", "name").order_by()
+    tagged = chapters.annotate(kind=Value("chapter", output_field=CharField())).union(
+        dungeons.annotate(kind=Value("dungeon", output_field=CharField())), all=True
+    )
+    return {f"{kind}:{pk}": label for pk, label, kind in tagged}
+
+
+def creatures_added(*, campaign: Campaign, limit: int, creature_id: Any = None) -> list[Creature]:
+    """The last `limit` creatures people put on the table through the set-up (or the one
+    `creature_id`), oldest first, with who added each: the feed tells of them."""
+    added = Creature.objects.filter(campaign=campaign, added_at__isnull=False)
+    if creature_id is not None:
+        added = added.filter(pk=creature_id)
+    return list(added.select_related("added_by").order_by("-added_at", "-pk")[:limit])[::-1]
 
 
 def roll_list(*, campaign: Campaign) -> QuerySet[DiceRoll]:

@@ -177,7 +177,9 @@ def creature_create(
         require_may_create_creature(
             campaign=campaign, user=by, kind=kind, controlled_by=controlled_by
         )
-    return _creature_create(campaign=campaign, kind=kind, controlled_by=controlled_by, **fields)
+    return _creature_create(
+        campaign=campaign, kind=kind, controlled_by=controlled_by, added_by=by, **fields
+    )
 
 
 @transaction.atomic
@@ -189,6 +191,7 @@ def _creature_create(
     hp: int,
     max_hp: int,
     controlled_by: Any = None,
+    added_by: Any = None,
     x: int = 0,
     y: int = 0,
 ) -> Creature:
@@ -210,6 +213,8 @@ def _creature_create(
         controlled_by=controlled_by,
         x=x,
         y=y,
+        added_by=added_by,
+        added_at=timezone.now() if added_by is not None else None,
     )
     shown = [f"{n}_id" if n == "controlled_by" else n for n in Creature.SHOWN]
     _row_added(campaign.pk, "creature", {"id": creature.pk, **_values(creature, shown)})

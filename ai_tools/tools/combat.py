@@ -6,7 +6,7 @@ from ai_tools import entities
 from ai_tools.base import EntityMap, Names, Reach, Ref, Tier, ToolContext, ToolError, WriteTool
 from ai_tools.registry import register
 from ai_tools.tools.schema import CREATURE_IDS, obj
-from ai_tools.tools.words import listing
+from ai_tools.tools.words import counted
 from campaigns.models import Creature, Encounter
 
 
@@ -73,12 +73,8 @@ class StartCombat(WriteTool):
     def apply(self, ctx: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
         if Encounter.objects.filter(campaign_id=ctx.campaign.pk, active=True).exists():
             raise ToolError("Combat is already running; end it first.")
-        initiative = data.get("initiative", {})
-        creatures = self._creatures(ctx, data)
-        order = sorted(
-            ({"creature_id": c.pk, "initiative": initiative.get(str(c.pk), 10)} for c in creatures),
-            key=lambda entry: -entry["initiative"],
-        )
+        self._creatures(ctx, data)
+        order = self.initiative_order(data)
         encounter = Encounter.objects.create(campaign=ctx.campaign, order=order)
         ctx.record_created("encounter", encounter.pk)
         ctx.campaign.active_encounter = encounter
@@ -91,7 +87,26 @@ class StartCombat(WriteTool):
     def describe(
         self, data: dict[str, Any], *, before: EntityMap, after: EntityMap, name: Names
     ) -> list[str]:
-        return [f"Combat starts: {listing([name(pk) for pk in data['creature_ids']])}"]
+        """ "Combat starts: Osric 20, Wren 18, Goblin 12 — in that order": the order as the
+        encounter holds it, or as the input makes it (a held call's, a failed one's)."""
+        order = entities.fields_of(after, "encounter").get("order")
+        if not isinstance(order, list):
+            order = self.initiative_order(data)
+        shown = ", ".join(f"{name(e['creature_id'])} {e['initiative']}" for e in order)
+        return [f"Combat starts: {shown}{' — in that order' if len(order) > 1 else ''}"]
+
+    @staticmethod
+    def initiative_order(data: dict[str, Any]) -> list[dict[str, Any]]:
+        """The turn order the input makes: highest initiative first, 10 for a creature without
+        one, ties in the listed order (as `apply` sorts it)."""
+        initiative = data.get("initiative", {})
+        return sorted(
+            (
+                {"creature_id": pk, "initiative": initiative.get(str(pk), 10)}
+                for pk in data["creature_ids"]
+            ),
+            key=lambda entry: -entry["initiative"],
+        )
 
 
 @register
@@ -124,6 +139,9 @@ class EndCombat(WriteTool):
     def describe(
         self, data: dict[str, Any], *, before: EntityMap, after: EntityMap, name: Names
     ) -> list[str]:
+        rounds = entities.fields_of(before, "encounter").get("round")
+        if isinstance(rounds, int) and rounds > 0:
+            return [f"Combat ends after {counted(rounds, 'round')}"]
         return ["Combat ends"]
 
 
@@ -172,4 +190,22 @@ class AdvanceTurn(WriteTool):
     def describe(
         self, data: dict[str, Any], *, before: EntityMap, after: EntityMap, name: Names
     ) -> list[str]:
-        return ["The next combatant's turn"]
+        """Whose turn ends and whose begins, from the encounter before and after."""
+        was, now = entities.fields_of(before, "encounter"), entities.fields_of(after, "encounter")
+        acting, next_up = _acting(was), _acting(now)
+        if next_up is None:
+            return ["The next combatant's turn"]
+        line = f"{name(next_up)}'s turn"
+        if acting is not None:
+            line = f"{name(acting)}'s turn ends; {name(next_up)} acts next"
+        if was.get("round") != now.get("round") and isinstance(now.get("round"), int):
+            line += f", round {now['round']} begins"
+        return [line]
+
+
+def _acting(encounter: dict[str, Any]) -> Any:
+    """The creature acting in a logged encounter row, or None."""
+    order, index = encounter.get("order"), encounter.get("turn_index")
+    if isinstance(order, list) and isinstance(index, int) and 0 <= index < len(order):
+        return order[index].get("creature_id")
+    return None

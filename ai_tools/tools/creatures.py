@@ -6,7 +6,7 @@ from ai_tools import entities
 from ai_tools.base import EntityMap, Names, Reach, Ref, Tier, ToolContext, ToolError, WriteTool
 from ai_tools.registry import register
 from ai_tools.tools.schema import CONDITIONS, COORD, DELTA, HP, ID, NAME, obj
-from ai_tools.tools.words import listing
+from ai_tools.tools.words import cell, change, listing, spoken
 from campaigns.models import Creature, InventoryItem
 
 
@@ -145,12 +145,13 @@ class ModifyCreature(WriteTool):
         """HP as it really went, clamps included ("Goblin takes 4 damage (7 → 3)"), from the
         logged before and after; the input's own numbers where those are missing."""
         who = name(data["creature_id"])
-        was = creature_row(before, data["creature_id"]).get("hp")
-        now = creature_row(after, data["creature_id"]).get("hp")
+        was = creature_row(before, data["creature_id"])
+        now = creature_row(after, data["creature_id"])
+        temp = change(was.get("temp_hp"), now.get("temp_hp"))
         return [
-            *self._hp_lines(who, data, was, now),
-            *([f"{who} has {data['temp_hp']} temporary HP"] if "temp_hp" in data else []),
-            *self._condition_lines(who, data),
+            *self._hp_lines(who, data, was.get("hp"), now.get("hp")),
+            *([f"{who} has {data['temp_hp']} temporary HP{temp}"] if "temp_hp" in data else []),
+            *self._condition_lines(who, data, was, now),
         ]
 
     @staticmethod
@@ -168,16 +169,24 @@ class ModifyCreature(WriteTool):
         return []
 
     @staticmethod
-    def _condition_lines(who: str, data: dict[str, Any]) -> list[str]:
+    def _condition_lines(
+        who: str, data: dict[str, Any], was: dict[str, Any], now: dict[str, Any]
+    ) -> list[str]:
         lines = []
         if data.get("add_conditions"):
-            lines.append(f"{who} is now {listing(data['add_conditions'])}")
+            lines.append(f"{who} is now {listing([spoken(c) for c in data['add_conditions']])}")
         if data.get("remove_conditions"):
-            lines.append(f"{who} is no longer {listing(data['remove_conditions'])}")
-        if data.get("death_save") == "reset":
+            gone = listing([spoken(c) for c in data["remove_conditions"]])
+            lines.append(f"{who} is no longer {gone}")
+        save = data.get("death_save")
+        if save == "reset":
             lines.append(f"{who}'s death saves are reset")
-        elif data.get("death_save"):
-            lines.append(f"{who} makes a death save: {data['death_save']}")
+        elif save in ("success", "failure"):
+            field = f"death_save_{'successes' if save == 'success' else 'failures'}"
+            count = now.get(field)
+            tally = f" ({count} of 3)" if isinstance(count, int) else ""
+            verb = "succeeds on" if save == "success" else "fails"
+            lines.append(f"{who} {verb} a death save{tally}")
         return lines
 
 
@@ -228,8 +237,10 @@ class SpawnCreature(WriteTool):
     def describe(
         self, data: dict[str, Any], *, before: EntityMap, after: EntityMap, name: Names
     ) -> list[str]:
-        where = f" at {data['x']},{data['y']}" if "x" in data and "y" in data else ""
-        return [f"{data['name']} ({data['kind']}, {data['hp']} HP) appears{where}"]
+        where = f" at {cell(data['x'], data['y'])}" if "x" in data and "y" in data else ""
+        kind = "an NPC" if data["kind"] == "npc" else "a monster"
+        hp = f"{data['hp']}/{data['max_hp']}" if "max_hp" in data else str(data["hp"])
+        return [f"{data['name']} appears{where}: {kind} with {hp} HP"]
 
 
 @register
@@ -262,7 +273,10 @@ class MoveToken(WriteTool):
     def describe(
         self, data: dict[str, Any], *, before: EntityMap, after: EntityMap, name: Names
     ) -> list[str]:
-        return [f"{name(data['creature_id'])} moves to {data['x']},{data['y']}"]
+        was = creature_row(before, data["creature_id"])
+        known = "x" in was and "y" in was and name.sees_at(data["creature_id"], was["x"], was["y"])
+        start = f" from {cell(was['x'], was['y'])}" if known else ""
+        return [f"{name(data['creature_id'])} moves{start} to {cell(data['x'], data['y'])}"]
 
 
 @register
@@ -330,7 +344,13 @@ class GiveItem(WriteTool):
     def describe(
         self, data: dict[str, Any], *, before: EntityMap, after: EntityMap, name: Names
     ) -> list[str]:
-        who, count = name(data["creature_id"]), data["quantity"]
+        """ "Thorin gets 2 × healing potion (1 → 3)": the item as people say it, and how many
+        the creature has before and after where the log holds it."""
+        who, count, item = name(data["creature_id"]), data["quantity"], spoken(data["item"])
+        had = [f for _, f in entities.entries(before, "item")]
+        has = [f for _, f in entities.entries(after, "item")]
+        was = had[0]["quantity"] if had and had[0] else 0 if after else None
+        now = has[0]["quantity"] if has and has[0] else 0 if has else None
         if count < 0:
-            return [f"{who} loses {-count} × {data['item']}"]
-        return [f"{who} gets {count} × {data['item']}"]
+            return [f"{who} loses {-count} × {item}{change(was, now)}"]
+        return [f"{who} gets {count} × {item}{change(was, now)}"]

@@ -6,7 +6,7 @@ from ai_tools import entities
 from ai_tools.base import EntityMap, Names, Reach, Ref, Tier, ToolContext, ToolError, WriteTool
 from ai_tools.registry import register
 from ai_tools.tools.schema import CREATURE_IDS, ID, NAME, obj
-from ai_tools.tools.words import listing
+from ai_tools.tools.words import change, listing, spoken
 from campaigns.models import Creature, Resource, ResourceEvent
 
 
@@ -63,8 +63,11 @@ class ConsumeResource(WriteTool):
     def describe(
         self, data: dict[str, Any], *, before: EntityMap, after: EntityMap, name: Names
     ) -> list[str]:
-        spent = data["resource"].replace("_", " ")
-        return [f"{name(data['creature_id'])} uses {data['amount']} × {spent}"]
+        spent = spoken(data["resource"])
+        was = entities.fields_of(before, "resource").get("current")
+        now = entities.fields_of(after, "resource").get("current")
+        left = f" ({was} → {now} left)" if isinstance(was, int) and isinstance(now, int) else ""
+        return [f"{name(data['creature_id'])} uses {data['amount']} × {spent}{left}"]
 
 
 @register
@@ -164,6 +167,27 @@ class Rest(WriteTool):
     def describe(
         self, data: dict[str, Any], *, before: EntityMap, after: EntityMap, name: Names
     ) -> list[str]:
+        """Who rests, then what it gave back: each creature's HP and each resource, before →
+        after, as the log holds them."""
         ids = data.get("creature_ids") or []
         who = listing([name(pk) for pk in ids]) if ids else "The party"
-        return [f"{who} take{'s' if len(ids) == 1 else ''} a {data['kind']} rest"]
+        lines = [f"{who} take{'' if len(ids) > 1 else 's'} a {data['kind']} rest"]
+        for pk, now in entities.entries(after, "creature", "vitals"):
+            was = dict(before.get(entities.key("creature", pk, "vitals")) or {})
+            if isinstance(now, dict) and was.get("hp") != now.get("hp"):
+                lines.append(
+                    f"{name(int(pk))} is back to {now['hp']} HP{change(was.get('hp'), now['hp'])}"
+                )
+        for _, now in entities.entries(after, "resource"):
+            if not isinstance(now, dict):
+                continue
+            was = next(
+                (f for k, f in entities.entries(before, "resource") if f and f["id"] == now["id"]),
+                {},
+            )
+            if was.get("current") != now.get("current"):
+                whose = name(now["creature_id"])
+                lines.append(
+                    f"{whose}'s {spoken(now['name'])}: {was.get('current')} → {now['current']}"
+                )
+        return lines

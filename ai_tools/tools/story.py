@@ -8,7 +8,7 @@ from ai_tools import entities
 from ai_tools.base import EntityMap, Names, Ref, Tier, ToolContext, ToolError, WriteTool
 from ai_tools.registry import register
 from ai_tools.tools.schema import COORD, ID, NAME, TEXT, obj
-from ai_tools.tools.words import clip
+from ai_tools.tools.words import clip, counted, listing, spoken
 from campaigns.models import (
     Achievement,
     Campaign,
@@ -103,7 +103,13 @@ class EndAdventure(WriteTool):
     def describe(
         self, data: dict[str, Any], *, before: EntityMap, after: EntityMap, name: Names
     ) -> list[str]:
-        return ["The adventure ends"]
+        lines = ["The adventure ends"]
+        if data.get("summary"):
+            lines.append(f"The episode closes: “{clip(data['summary'], SCENE_CLIP)}”")
+        if data.get("achievements"):
+            earned = listing([spoken(code) for code in data["achievements"]])
+            lines.append(f"Every member earns {earned}")
+        return lines
 
 
 @register
@@ -148,7 +154,14 @@ class AdvanceChapter(WriteTool):
     def describe(
         self, data: dict[str, Any], *, before: EntityMap, after: EntityMap, name: Names
     ) -> list[str]:
-        return ["The story moves to the next chapter"]
+        """ "The story moves on: Arrival → Depths", the chapters named as the reader is told."""
+        was = entities.fields_of(before, "campaign", "chapter").get("current_chapter_id")
+        now = entities.fields_of(after, "campaign", "chapter").get("current_chapter_id")
+        target = now if now is not None else data.get("to_chapter")
+        to = name.of("chapter", target, "the next chapter")
+        if not before:
+            return [f"The story moves on to {to}"]
+        return [f"The story moves on: {name.of('chapter', was, 'the start')} → {to}"]
 
 
 @register
@@ -180,7 +193,7 @@ class ActivateDungeon(WriteTool):
     def describe(
         self, data: dict[str, Any], *, before: EntityMap, after: EntityMap, name: Names
     ) -> list[str]:
-        return ["The party enters a dungeon"]
+        return [f"The party enters {name.of('dungeon', data['dungeon_id'], 'a dungeon')}"]
 
 
 @register
@@ -214,6 +227,10 @@ class SetScene(WriteTool):
     def describe(
         self, data: dict[str, Any], *, before: EntityMap, after: EntityMap, name: Names
     ) -> list[str]:
+        if data.get("location"):
+            return [
+                f"The scene moves to {data['location']}: {clip(data['description'], SCENE_CLIP)}"
+            ]
         return [f"The scene is now: {clip(data['description'], SCENE_CLIP)}"]
 
 
@@ -259,7 +276,10 @@ class WriteMemory(WriteTool):
     def describe(
         self, data: dict[str, Any], *, before: EntityMap, after: EntityMap, name: Names
     ) -> list[str]:
-        return ["The GM makes a note"]
+        # The note itself is the GM's: the feed and the card tell the table only that it was
+        # written (or rewritten), never what it says.
+        rewritten = any(isinstance(f, dict) for _, f in entities.entries(before, "memory"))
+        return ["The GM rewrites a note" if rewritten else "The GM makes a note"]
 
 
 @register
@@ -307,4 +327,10 @@ class RevealFog(WriteTool):
     def describe(
         self, data: dict[str, Any], *, before: EntityMap, after: EntityMap, name: Names
     ) -> list[str]:
-        return [f"{len(data['cells'])} map cell(s) revealed"]
+        """How many cells the call uncovered (the fog rows it made; a cell asked twice or
+        revealed already counts once, or not at all), or, without its after, asked for."""
+        made = entities.entries(after, "fog")
+        count = len(made) if after else len({(x, y) for x, y in data["cells"]})
+        if not count:
+            return ["No new map cells are revealed"]
+        return [f"{counted(count, 'map cell')} revealed"]

@@ -180,13 +180,16 @@ def test_the_feed_and_the_undo_dialog_say_it_in_its_own_words(lantern, world):
     assert re.findall(r"<li>(.*?) <code", html.split('class="undo-calls"')[1]) == [DESCRIBED]
 
 
-def test_the_approval_card_and_the_admin_give_its_summary(lantern, world, staff):
+def test_the_approval_card_gives_its_words_and_the_admin_its_summary(lantern, world, staff):
+    """The card reads the held call in its tool's own words, from the preview's before and
+    after (the numbers it would write); the admin's list gives its summary."""
+    commit(world, "set_scene", {"description": "Water drips in the dark.", "location": "Crypt"})
     Campaign.objects.filter(pk=world.campaign.pk).update(approval_policy="critical_and_high")
     world.campaign.refresh_from_db()
     held = call(world, "light_lantern", {"creature_id": world.goblin.pk, **LIT})
     assert held.status == ToolInvocation.Status.AWAITING_APPROVAL, held.error
     card = signed_in(world.owner).get(f"/campaigns/{world.campaign.pk}/approvals/")
-    assert f"{SUMMARY}</" in card.content.decode()
+    assert f"{DESCRIBED}</" in card.content.decode()
     page = signed_in(staff).get(reverse("admin:audit_toolinvocation_change", args=[held.pk]))
     assert page.status_code == 200 and SUMMARY in page.content.decode()
 

@@ -36,7 +36,7 @@ def test_the_owner_approves_on_the_page_while_a_player_watches_the_card(
         for page in (owner, player):
             card = page.locator(".approval-card")
             expect(card).to_be_visible()
-            expect(card.locator(".approval-diff")).to_contain_text("Goblin")
+            expect(card.locator("h3")).to_contain_text("Goblin takes")
             expect(page.locator(goblin_hp)).to_have_text("7 / 7")
         expect(
             player.locator(".approval-card").get_by_role("button", name="Withdraw")

@@ -78,7 +78,7 @@ def send_and_see_the_card(world: World, owner: Page, player: Page, goblin_hp: st
     for page in (owner, player):
         card = page.locator(".approval-card")
         expect(card).to_be_visible()
-        expect(card.locator(".approval-diff")).to_contain_text("Goblin")
+        expect(card.locator("h3")).to_contain_text("Goblin takes")
         expect(page.locator(goblin_hp)).to_have_text("7 / 7")
     expect(player.locator(".approval-card").get_by_role("button", name="Approve")).to_have_count(0)
 

@@ -49,7 +49,7 @@ def watch_the_gm_answer(pages: tuple[Page, ...], turn: str, name: str) -> None:
             "strikes Goblin"
         )
         expect(page.locator(f"{turn} .msg.role-gm")).to_be_in_viewport()
-        expect(page.locator(f"{turn} .call")).to_contain_text("modify_creature")
+        expect(page.locator(f"{turn} .call .summary")).to_contain_text("Goblin takes")
         expect(page.locator(".msg.streaming, .thinking, button.stop")).to_have_count(0)
 
 

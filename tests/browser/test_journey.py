@@ -198,7 +198,7 @@ def test_the_first_evening_from_sign_up_to_undo_from_here(asgi_server: str, gm_w
         # A new campaign holds critical calls back: the GM's hit waits on a card for both; the
         # owner approves it, the friend (whose turn it is) may only withdraw it.
         for page in (owner, friend):
-            expect(page.locator(".approval-card .approval-diff")).to_contain_text("Wolf")
+            expect(page.locator(".approval-card h3")).to_contain_text("Wolf takes")
             journey.fits(page)
         held = friend.locator(".approval-card")
         expect(held.get_by_role("button", name="Withdraw")).to_be_visible()

@@ -63,7 +63,7 @@ def test_the_owner_rewinds_three_turns_and_redoes_the_first(
             ]
         )
         expect(dialog.locator(".undo-calls li")).to_have_count(3)
-        expect(dialog.locator(".undo-calls")).to_contain_text("Lia moves to 3,4")
+        expect(dialog.locator(".undo-calls")).to_contain_text("Lia moves from 2,1 to 3,4")
         screenshot(owner, f"rewind-plan-{width}.png")
         dialog.get_by_label("Why are you undoing it?").fill("start the fight again")
         dialog.get_by_role("button", name="Rewind").click()

@@ -52,7 +52,7 @@ def test_the_owner_undoes_from_an_earlier_turn_and_both_players_see_it_live(
             f"Orc takes {first_hit} damage (15 → {after_first})"
         )
         expect(owner.locator(f'#feed [data-turn="{move.pk}"] .call .summary')).to_have_text(
-            "Thorin moves to 3,4"
+            "Thorin moves from 1,1 to 3,4"
         )
 
         from_here.click()

@@ -157,7 +157,7 @@ def test_a_committed_call_is_logged_as_mcp_then_reverted_over_rest(
     )
     content = answer.structured_content
     assert answer.is_error is False and content["status"] == "committed"
-    assert content["summary"] == "Thorin moves to 3,4"
+    assert content["summary"] == "Thorin moves from 1,1 to 3,4"
     assert content["result"]["to"] == [3, 4]
     row = ToolInvocation.objects.get(pk=content["invocation"])
     assert row.source == InvocationOrigin.MCP and row.model == "mcp:table-agent 0.3"

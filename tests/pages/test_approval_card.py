@@ -32,8 +32,12 @@ def card(world, user) -> str:
 )
 def test_each_person_sees_the_diff_and_only_the_buttons_they_may_use(world, held, who, buttons):
     html = card(world, getattr(world, who))
-    assert "Goblin" in html and "<td>hp</td><td>7</td><td>2</td>" in html
-    assert "critical tool" in html
+    assert "Goblin takes 5 damage (7 → 2)" in html
+    assert "Modify creature is a critical tool" in html
+    # The raw fields, folded, for those who run the table; a player reads no internal name.
+    raw = f"<td><code>creature:{world.goblin.pk}</code></td><td><code>hp</code></td>"
+    assert (raw in html) is (who in ("owner", "cogm"))
+    assert ("modify_creature" in html) is (who in ("owner", "cogm"))
     shown = [b for b in ("Approve", "Reject", "Withdraw") if f">{b}</button>" in html]
     assert shown == buttons
     assert ("Waiting for the GM" in html) is (not buttons)

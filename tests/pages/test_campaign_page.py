@@ -9,7 +9,7 @@ from django.test import Client
 from audit.services import turn_undo
 from campaigns.models import ChatMessage, Turn
 from campaigns.services import message_post, turn_create
-from tests.conftest import World, commit
+from tests.conftest import World, commit, signed_in
 
 
 def page(client: Client, world: World) -> str:
@@ -132,7 +132,11 @@ def test_feed_styles_the_gm_apart_from_players_and_the_table(world: World, playe
     assert '<span class="ai-badge">AI</span>' in html
     assert '<p class="text">I attack the goblin</p>' in html
     assert '<span class="summary">Goblin takes 3 damage (7 → 4)</span>' in html
-    assert '<summary>tool</summary><code class="tool">modify_creature</code>' in html
+    # The tool's own name, folded, is the GM's; the player reads the words above.
+    assert '<code class="tool">modify_creature</code>' not in html
+    assert '<summary>tool</summary><code class="tool">modify_creature</code>' in page(
+        signed_in(world.owner), world
+    )
 
 
 def test_undo_is_offered_on_the_most_recent_gm_turn_to_those_who_may_undo_it(

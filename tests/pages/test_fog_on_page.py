@@ -108,7 +108,7 @@ def test_the_gm_sees_through_the_fog_with_the_token_marked_as_hidden(
     assert goblin["aria-label"] == "Goblin at 14,11, HP 5 of 7, hidden from the players by fog"
     assert "in-fog" in goblin["class"] and (goblin["data-x"], goblin["data-y"]) == ("14", "11")
     assert roster(html, "foes") == ["Goblin", "Orc"]
-    assert "Goblin moves to 14,11" in html and "Goblin takes 2 damage (7 → 5)" in html
+    assert "Goblin moves from 5,5 to 14,11" in html and "Goblin takes 2 damage (7 → 5)" in html
 
 
 def test_a_players_feed_says_something_happened_in_the_fog_and_no_more(world: World, dark: Turn):
@@ -145,7 +145,7 @@ def test_without_a_revealed_cell_fog_is_not_in_play_and_hides_nothing(world: Wor
     gm_turn_in_the_dark(world)
     html = page(world, world.player)
     assert set(tokens(html)) == {"Thorin", "Lia", "Goblin", "Orc"}
-    assert "Goblin moves to 14,11" in html
+    assert "Goblin moves from 5,5 to 14,11" in html
 
 
 def test_a_players_undo_dialog_names_no_hidden_foe(world: World, dark: Turn):
@@ -153,7 +153,7 @@ def test_a_players_undo_dialog_names_no_hidden_foe(world: World, dark: Turn):
     assert "Something happens in the fog" in plan
     assert leaked(world, plan) == [] and "7 → 5" not in plan and "5 → 7" not in plan
     owner = page(world, world.owner, f"undo-plan/?turn={dark.pk}")
-    assert "Goblin moves to 14,11" in owner and "Goblin hp: 5 → 7" in owner
+    assert "Goblin moves from 5,5 to 14,11" in owner and "Goblin hp: 5 → 7" in owner
 
 
 @pytest.mark.parametrize("who", ["player", "other"])
@@ -163,6 +163,7 @@ def test_a_players_approval_card_tells_of_a_held_call_on_a_hidden_foe_and_no_mor
     held_hit(world, world.player)
     html = page(world, getattr(world, who), "approvals/")
     assert "Waiting for approval: Something happens in the fog" in html
-    assert leaked(world, html) == [] and "<td>hp</td>" not in html
+    assert leaked(world, html) == [] and "<code>hp</code>" not in html
     owner = page(world, world.owner, "approvals/")
-    assert "Goblin" in owner and "<td>hp</td><td>5</td><td>0</td>" in owner
+    assert "Goblin takes 5 damage (5 → 0)" in owner
+    assert "<td><code>hp</code></td><td><code>5</code></td><td><code>0</code></td>" in owner

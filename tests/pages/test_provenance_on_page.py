@@ -40,4 +40,4 @@ def test_a_call_the_actor_made_carries_no_provenance_note(world: World, player_c
     fragment = player_client.get(
         f"/campaigns/{world.campaign.pk}/feed/", {"turn": turn.pk}
     ).content.decode()
-    assert "move_token" in fragment and "provenance" not in fragment
+    assert "Thorin moves" in fragment and "provenance" not in fragment

@@ -49,11 +49,11 @@ def test_the_rewind_dialog_names_the_turns_that_go_and_every_change(world):
     turns = re.findall(r"<li>(.*?)</li>", html.split('class="rewind-turns"')[1].split("</ol>")[0])
     assert turns == [
         "other’s turn: ‘I step aside.’",
-        "owner’s turn: ‘adjusts the table by hand’",
+        "owner’s turn",
         "player’s turn: ‘I attack the goblin.’",
     ]
     assert "Goblin takes 2 damage (7 → 5)" in html
-    assert "Thorin moves to 4,4" in html  # the player's drag, in no turn
+    assert "Thorin moves from 2,2 to 4,4" in html  # the player’s drag, in no turn
     assert 'data-blocked="0"' in html
 
 

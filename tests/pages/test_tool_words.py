@@ -11,7 +11,7 @@ import pytest
 
 from ai_tools import entities, registry
 from ai_tools.base import Names
-from campaigns.selectors import creature_names
+from campaigns.selectors import creature_names, world_labels
 from tests.ai_tools.examples import example_cases, example_input
 from tests.conftest import World, commit, signed_in
 from tests.pages.test_history_on_page import fragment, gm_turn, summaries
@@ -29,7 +29,7 @@ def test_each_example_reads_in_its_tools_own_words(world: World, tool_name: str,
         data,
         before=entities.snapshot_map(row.revert_snapshot),
         after=entities.logged_map(row.post_state),
-        name=Names(names),
+        name=Names(names, world_labels(campaign_id=world.campaign.pk)),
     )
     (shown,) = summaries(fragment(signed_in(world.owner), world, turn))
     words = html.unescape(shown)

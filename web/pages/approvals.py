@@ -8,6 +8,7 @@ approve/reject, with the session and the CSRF token, like the rest of the page. 
 held call that tells of a creature the fog hides only as something happening in the fog, without
 its diff (`campaigns.visibility`, as the `approval_requested` event tells it)."""
 
+import json
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -15,13 +16,14 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from ai_tools.base import Names
 from audit.models import ToolInvocation
 from audit.selectors import Rights, viewer_rights
 from audit.services.dispatch import approval_deadline
 from campaigns.models import Campaign
-from campaigns.selectors import creature_names_in
+from campaigns.selectors import creature_names_in, world_labels
 from campaigns.visibility import HIDDEN_CHANGE, Fog, held_call_hidden
-from web.pages.changes import named_summary
+from web.pages.changes import described, held_maps, in_words, named_summary, reader_names
 from web.pages.presenters import names_seen, players_fog
 from web.pages.views import member_campaign
 
@@ -47,22 +49,37 @@ def approval_cards(*, campaign: Campaign, rights: Rights) -> list[dict[str, Any]
     if not held:
         return []
     fog = players_fog(campaign=campaign, rights=rights, rows=[{"input": r.input} for r in held])
-    names = names_seen(creature_names_in(campaign_ids=[campaign.pk]), fog)
+    names = reader_names(
+        names_seen(creature_names_in(campaign_ids=[campaign.pk]), fog),
+        world_labels(campaign_id=campaign.pk),
+        fog,
+    )
     return [_card(row, rights, names, fog) for row in held]
 
 
-def _card(row: ToolInvocation, rights: Rights, names: dict, fog: Fog | None) -> dict[str, Any]:
-    preview = row.preview or {}
-    diff = preview.get("diff", [])
+def _card(row: ToolInvocation, rights: Rights, names: Names, fog: Fog | None) -> dict[str, Any]:
+    """One held call as the card shows it: its tool's own words for what it would do (from the
+    preview's before and after, so the numbers are the ones it would write), the reason, who
+    asked; the raw fields (tool, input, the preview's field by field diff) behind "details",
+    for those who run the table only: a player reads no internal name."""
+    preview = row.preview if isinstance(row.preview, dict) else {}
+    diff = preview.get("diff") if isinstance(preview.get("diff"), list) else []
     hidden = fog is not None and held_call_hidden(row.input, diff, fog)
+    lines = (
+        [HIDDEN_CHANGE]
+        if hidden
+        else described(row.tool_name, row.input, names, *held_maps(preview))
+    )
+    if not lines:
+        lines = [named_summary(row.tool_name, row.input, dict(names.known))]
     return {
         "id": str(row.pk),
         "tool_name": row.tool_name,
-        "summary": HIDDEN_CHANGE if hidden else named_summary(row.tool_name, row.input, names),
+        "title": lines[0],
+        "lines": lines[1:],
         "actor": row.user.get_username(),
-        "model": row.model,
-        "reason": preview.get("reason", ""),
-        "diff": [] if hidden else [_change(d, names) for d in diff],
+        "reason": in_words(str(preview.get("reason") or "")),
+        "raw": None if hidden or not rights.gm else _raw(row, diff),
         "expires_at": approval_deadline(row),
         "may_approve": rights.approves(row.user_id),
         "may_reject": rights.rejects(row.user_id),
@@ -70,8 +87,25 @@ def _card(row: ToolInvocation, rights: Rights, names: dict, fog: Fog | None) -> 
     }
 
 
-def _change(change: dict[str, Any], names: dict) -> dict[str, Any]:
-    what = change["entity"]
-    if what == "creature" and str(change["id"]).isdigit():
-        what = names.get(int(change["id"]), f"creature {change['id']}")
-    return {**change, "what": what}
+def _raw(row: ToolInvocation, diff: list[Any]) -> dict[str, Any]:
+    """The call as the log holds it, for the GM to check the words against: JSON, never a
+    Python repr."""
+    return {
+        "tool": row.tool_name,
+        "model": row.model,
+        "input": _json(row.input),
+        "diff": [
+            {
+                "entity": f"{d.get('entity')}:{d.get('id')}",
+                "field": d.get("field"),
+                "before": _json(d.get("before")),
+                "after": _json(d.get("after")),
+            }
+            for d in diff
+            if isinstance(d, dict)
+        ],
+    }
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)

@@ -18,6 +18,7 @@ from audit.selectors import (
     Rights,
     call_answers,
     call_concealed,
+    calls_outside_turns,
     later_turn_actors,
     log_fog,
     logged_calls,
@@ -32,15 +33,19 @@ from campaigns.selectors import (
     campaign_members,
     campaign_state,
     creature_names,
+    creatures_added,
     invite_list,
     one_snapshot,
     roll_get,
     rolls_outside_turns,
     turn_rolls,
+    world_labels,
 )
 from campaigns.visibility import (
     UNSEEN,
     Fog,
+    Sight,
+    fog_read,
     state_seen,
 )
 from gm.services import STOPPABLE
@@ -49,6 +54,7 @@ from web.pages.changes import describe
 
 FEED_TURNS = 50
 FEED_ROLLS = 50
+FEED_CHANGES = 50
 
 CALL_LABELS = {
     ToolInvocation.Status.PENDING: "running",
@@ -76,6 +82,13 @@ class ToolCallCard:
     requested_by: str = ""
     by_hand: bool = False  # a person's own call (the GM's hand), not the AI's
     note: str = ""  # who answered or undid it, and why, in the table's words (`call_note`)
+    show_tool: bool = False  # the tool's name, folded, for those who run the table only
+
+    @property
+    def by(self) -> str:
+        """Who changed the table by their own hand ("Mira: Wren heals 4 HP (5 → 9)"); the AI's
+        calls are the GM's, said by the turn."""
+        return self.actor if self.by_hand else ""
 
     @property
     def provenance(self) -> str:
@@ -214,6 +227,19 @@ class TurnCard:
         return self.reverted and did and not self.retried and not self.redone and self.undoable
 
 
+@dataclass
+class ChangeEntry:
+    """A change someone made outside any turn (a token dragged on the map: nobody's message to
+    the GM), as the feed draws it: who, in the tool's words, and whether it was undone."""
+
+    id: str
+    who: str
+    text: str
+    undone: bool
+    created_at: datetime
+    kind = "change"
+
+
 def feed(*, campaign: Campaign, rights: Rights, turn_id: Any = None) -> list[TurnCard]:
     """The last turns with their visible messages and tool calls, oldest first. The most
     recent GM turn is flagged; undone turns stay as a note of who undid them and why.
@@ -228,6 +254,7 @@ def feed(*, campaign: Campaign, rights: Rights, turn_id: Any = None) -> list[Tur
             campaign=campaign, rights=rights, rows=[r for t in rows.values() for r in t]
         )
         names = names_seen(creature_names(campaign=campaign), fog)
+        labels = world_labels(campaign_id=campaign.pk)
         onwards, last = _undo_from_here(campaign=campaign, rights=rights, turns=turns)
         answers = answers_of(campaign=campaign, rows=[r for t in rows.values() for r in t])
     views = [
@@ -238,7 +265,10 @@ def feed(*, campaign: Campaign, rights: Rights, turn_id: Any = None) -> list[Tur
             created_at=t.created_at,
             messages=messages[t.pk],
             rolls=[roll_card(roll) for roll in rolls[t.pk]],
-            calls=[noted(_tool_call(row, names, fog), row, answers) for row in rows[t.pk]],
+            calls=[
+                noted(_tool_call(row, names, fog, labels, rights), row, answers)
+                for row in rows[t.pk]
+            ],
             undoable=rights.reverts(t.actor_id),
             reverted=t.reverted_at is not None,
             reverted_by=t.reverted_by.get_username() if t.reverted_by else "",
@@ -254,6 +284,9 @@ def feed(*, campaign: Campaign, rights: Rights, turn_id: Any = None) -> list[Tur
         )
         for t in turns
     ]
+    for view in views:
+        if view.hand:  # the change says who made it: no "adjusts the table by hand" above it
+            view.messages = [m for m in view.messages if m.role != ChatMessage.Role.PLAYER]
     latest = next((v for v in reversed(views) if v.gm), None)
     if latest is not None and turn_id is None:
         latest.latest_gm = True
@@ -279,14 +312,18 @@ def _undo_from_here(
     return result, rows[-1][0]
 
 
-def timeline(*, campaign: Campaign, rights: Rights) -> list[TurnCard | RollCard]:
-    """The whole feed, oldest first: the last turns, and the rolls players made between and
-    after them (the last FEED_ROLLS, none older than the oldest turn shown when turns were cut)."""
+def timeline(*, campaign: Campaign, rights: Rights) -> list[TurnCard | RollCard | ChangeEntry]:
+    """The whole feed, oldest first: the last turns, and the rolls players made and the tokens
+    people dragged between and after them (the last FEED_ROLLS and FEED_CHANGES, none older
+    than the oldest turn shown when turns were cut)."""
     turns = feed(campaign=campaign, rights=rights)
     rolls = [roll_card(r) for r in rolls_outside_turns(campaign=campaign, limit=FEED_ROLLS)]
+    moves = changes_outside_turns(campaign=campaign, rights=rights)
+    moves += creature_additions(campaign=campaign, rights=rights)
     if len(turns) == FEED_TURNS:
         rolls = [r for r in rolls if r.created_at >= turns[0].created_at]
-    return sorted([*turns, *rolls], key=lambda entry: entry.created_at)
+        moves = [m for m in moves if m.created_at >= turns[0].created_at]
+    return sorted([*turns, *rolls, *moves], key=lambda entry: entry.created_at)
 
 
 def roll_entry(*, campaign: Campaign, roll_id: int) -> RollCard:
@@ -307,7 +344,13 @@ def names_seen(names: dict[int, str], fog: Fog | None) -> dict[int, str]:
     return {pk: UNSEEN if pk in fog.hidden else name for pk, name in names.items()}
 
 
-def _tool_call(row: dict[str, Any], names: dict[int, str], fog: Fog | None) -> ToolCallCard:
+def _tool_call(
+    row: dict[str, Any],
+    names: dict[int, str],
+    fog: Fog | None,
+    labels: dict[str, str],
+    rights: Rights,
+) -> ToolCallCard:
     return ToolCallCard(
         tool_name=row["tool_name"],
         summary=describe(
@@ -317,12 +360,14 @@ def _tool_call(row: dict[str, Any], names: dict[int, str], fog: Fog | None) -> T
             snapshot=row["revert_snapshot"],
             post_state=row["post_state"],
             fog=fog,
+            labels=labels,
         ),
         status=row["status"],
         error="" if call_concealed(row["input"], row["post_state"], fog) else row["error"],
         actor=row["user__username"],
         requested_by=row["requested_by__username"] or "",
         by_hand=row["source"] == InvocationOrigin.USER,
+        show_tool=rights.gm,
     )
 
 
@@ -363,6 +408,62 @@ def call_note(row: dict[str, Any], answer: dict[str, Any] | None) -> str:
 
 # The reason the approval service chains on an approval given without a note.
 APPROVED_MARK = "approved"
+KIND_WORDS = {
+    Creature.Kind.PC: "a player character",
+    Creature.Kind.NPC: "an NPC",
+    Creature.Kind.MONSTER: "a monster",
+}
+
+
+def creature_additions(
+    *, campaign: Campaign, rights: Rights, creature_id: Any = None
+) -> list[ChangeEntry]:
+    """The creatures people added through the set-up (the last FEED_CHANGES, or the one
+    `creature_id`), oldest first, as entries of the feed: "owner adds Goblin at 5,5: a
+    monster with 7 HP". A player is not told of one the fog hides now."""
+    added = creatures_added(campaign=campaign, limit=FEED_CHANGES, creature_id=creature_id)
+    if not added:
+        return []
+    hidden = frozenset()
+    if rights.sight is not Sight.GM:
+        hidden = fog_read(campaign_id=campaign.pk, creature_ids=[c.pk for c in added]).hidden
+    return [
+        ChangeEntry(
+            id=f"added-{c.pk}",
+            who=c.added_by.get_username() if c.added_by else "someone",
+            # What it is, not where it stands or how hurt it is now: those change, the feed
+            # tells of each change as it comes.
+            text=f"adds {c.name}: {KIND_WORDS.get(c.kind, 'a creature')} with {c.max_hp} HP",
+            undone=False,
+            created_at=c.added_at,
+        )
+        for c in added
+        if c.pk not in hidden
+    ]
+
+
+def changes_outside_turns(
+    *, campaign: Campaign, rights: Rights, invocation_id: Any = None
+) -> list[ChangeEntry]:
+    """The last FEED_CHANGES changes made outside turns (or the one `invocation_id`), oldest
+    first, in the words the viewer may read (a player's of a creature in the fog: that
+    something happens there)."""
+    rows = calls_outside_turns(campaign=campaign, limit=FEED_CHANGES, invocation_id=invocation_id)
+    if not rows:
+        return []
+    fog = players_fog(campaign=campaign, rights=rights, rows=rows)
+    names = names_seen(creature_names(campaign=campaign), fog)
+    labels = world_labels(campaign_id=campaign.pk)
+    return [
+        ChangeEntry(
+            id=str(row["pk"]),
+            who=row["user__username"],
+            text=_tool_call(row, names, fog, labels, rights).summary,
+            undone=row["status"] == ToolInvocation.Status.REVERTED,
+            created_at=row["created_at"],
+        )
+        for row in rows
+    ]
 
 
 def event_seq(campaign: Campaign) -> int:
@@ -448,6 +549,7 @@ class PlannedChange:
     tool_name: str
     later: bool = False  # a later turn's, reverted with it (cascade)
     stays: str = ""  # why it is left as it is
+    show_tool: bool = False  # the tool's name, for those who run the table only
 
 
 SKIPS = {
@@ -471,6 +573,7 @@ def undo_plan(
     rows = logged_calls(campaign=campaign, ids=ids)
     fog = players_fog(campaign=campaign, rights=rights, rows=list(rows.values()))
     names = names_seen(creature_names(campaign=campaign), fog)
+    labels = world_labels(campaign_id=campaign.pk)
 
     def change(call: dict[str, Any]) -> PlannedChange:
         row = rows.get(call["id"], {})
@@ -481,6 +584,7 @@ def undo_plan(
             snapshot=row.get("revert_snapshot"),
             post_state=row.get("post_state"),
             fog=fog,
+            labels=labels,
         )
         reason = call.get("skip_reason") or ""
         return PlannedChange(
@@ -488,6 +592,7 @@ def undo_plan(
             tool_name=call["tool_name"],
             later=row.get("turn_id") != turn_id,
             stays=SKIPS.get(reason, reason),
+            show_tool=rights.gm,
         )
 
     def once(calls: list[dict[str, Any]]) -> list[PlannedChange]:
@@ -501,10 +606,24 @@ def undo_plan(
         "cascade": cascade,
         "changes": once(plan["invocations"]),
         "diff": list(
-            dict.fromkeys(_diff_line(row, names) for row in plan["diff"] if not _hides(row, fog))
+            dict.fromkeys(
+                _diff_line(row, names)
+                for row in plan["diff"]
+                if not _hides(row, fog) and (rights.gm or _plain(row))
+            )
         ),
         "conflicts": once(plan["conflicting_invocations"]) if plan["conflicts"] else [],
     }
+
+
+# A creature's fields a player reads field by field; the rest of the record (other entities'
+# rows, keys, timestamps) is the GM's, the tools' words above it tell the player of them.
+PLAIN_FIELDS = frozenset({*Creature.VITALS, "x", "y", "name"})
+
+
+def _plain(row: dict[str, Any]) -> bool:
+    """Whether a field an undo puts back reads as plain words to a player."""
+    return row["entity"] == "creature" and row["field"] in PLAIN_FIELDS
 
 
 def _hides(row: dict[str, Any], fog: Fog | None) -> bool:

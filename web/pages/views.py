@@ -7,6 +7,7 @@ through the REST API from the page's script, so the browser and API clients shar
 
 import functools
 import re
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -191,6 +192,10 @@ def campaign_feed(request: HttpRequest, campaign_id: Any) -> HttpResponse:
     turn_id, roll_id = request.GET.get("turn"), request.GET.get("roll")
     if roll_id is not None:
         return _roll_fragment(request, campaign, roll_id)
+    if "change" in request.GET:
+        return _change_fragment(request, campaign, rights, request.GET["change"])
+    if "added" in request.GET:
+        return _added_fragment(request, campaign, rights, request.GET["added"])
     if turn_id is None:
         with one_snapshot():  # the entries and the number of the last event they reflect
             seq = presenters.event_seq(campaign)
@@ -202,6 +207,37 @@ def campaign_feed(request: HttpRequest, campaign_id: Any) -> HttpResponse:
     if not turns:
         raise Http404("No such turn.")
     return render(request, "campaigns/_turn.html", {"turn": turns[0]})
+
+
+def _change_fragment(
+    request: HttpRequest, campaign: Campaign, rights: Any, invocation_id: str
+) -> HttpResponse:
+    """A change made outside any turn (a token dragged), one entry of the feed: `?change=` its
+    invocation's id."""
+    try:
+        uuid.UUID(invocation_id)
+    except ValueError:
+        raise Http404("No such change.") from None
+    found = presenters.changes_outside_turns(
+        campaign=campaign, rights=rights, invocation_id=invocation_id
+    )
+    if not found:
+        raise Http404("No such change.")
+    return render(request, "campaigns/_change_entry.html", {"change": found[0]})
+
+
+def _added_fragment(
+    request: HttpRequest, campaign: Campaign, rights: Any, creature_id: str
+) -> HttpResponse:
+    """A creature someone added through the set-up, one entry of the feed: `?added=` its id."""
+    if not FEED_ID.fullmatch(creature_id):
+        raise Http404("No such change.")
+    found = presenters.creature_additions(
+        campaign=campaign, rights=rights, creature_id=int(creature_id)
+    )
+    if not found:
+        raise Http404("No such change.")
+    return render(request, "campaigns/_change_entry.html", {"change": found[0]})
 
 
 def _roll_fragment(request: HttpRequest, campaign: Campaign, roll_id: str) -> HttpResponse:

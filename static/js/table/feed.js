@@ -66,6 +66,15 @@ export async function refreshTurn(turnId) {
   if (redone && $(":scope > .redo", redone)) refreshTurn(Number(fresh.dataset.redoOf));
 }
 
+// A hidden slot at the end of the feed that an entry's fragment replaces when it arrives.
+function holdPlace(kind, key) {
+  const slot = document.createElement("li");
+  slot.dataset[kind] = key;
+  slot.hidden = true;
+  keepingScroll(() => feed().append(slot));
+  return slot;
+}
+
 // A player's roll is an entry of its own: a hidden slot takes its place in the feed at once and
 // is filled when the fragment arrives, so rolls stay in the order they were announced. A GM's
 // roll is part of its turn, which is drawn again.
@@ -75,10 +84,7 @@ export async function drawRoll(rollId, turnId) {
     return;
   }
   if ($(`[data-roll="${rollId}"]`, feed())) return;
-  const slot = document.createElement("li");
-  slot.dataset.roll = rollId;
-  slot.hidden = true;
-  keepingScroll(() => feed().append(slot));
+  const slot = holdPlace("roll", rollId);
   try {
     const drawn = await fetchHTML(`${PAGE}/feed/?roll=${rollId}`);
     keepingScroll(() => slot.replaceWith(drawn));
@@ -154,10 +160,32 @@ on("gm_turn_completed", ({ turn }) => refreshTurn(turn));
 
 on("dice_rolled", ({ turn, data }) => drawRoll(data.id, turn));
 
+// A token dragged on the map and a creature added through the set-up join no turn: each is
+// an entry of its own, drawn by the server (`/feed/?change=<invocation>`,
+// `/feed/?added=<creature>`), once however many of its events arrive; undone, drawn again.
+const changeNode = (key) => $(`:scope > [data-change="${key}"]`, feed());
+
+export async function drawChange(key, query, { again = false } = {}) {
+  let slot = changeNode(key);
+  if (slot && !again) return;
+  if (!slot) slot = holdPlace("change", key);
+  try {
+    const drawn = await fetchHTML(`${PAGE}/feed/?${query}`);
+    keepingScroll(() => changeNode(key)?.replaceWith(drawn));
+  } catch {
+    if (slot.hidden) slot.remove(); // not one to tell (or the next reload of the feed brings it)
+  }
+}
+
 // A change by someone's own hand sits in a turn of its own, which the GM never completes: its
 // tool call is drawn in the feed now.
-on("state_changed", ({ source, turn }) => {
-  if (source === "user" && known(turn)) refreshTurn(turn);
+on("state_changed", ({ source, turn, invocation, data }) => {
+  if (source !== "user") return;
+  if (known(turn)) refreshTurn(turn);
+  else if (turn === null && invocation) drawChange(invocation, `change=${invocation}`);
+  else if (turn === null && data.entity === "creature" && !data.facet && data.fields) {
+    drawChange(`added-${data.id}`, `added=${data.id}`);
+  }
 });
 
 // A held call answered: its turn's card says who approved, rejected or withdrew it, and why.
@@ -165,8 +193,11 @@ on("approval_resolved", ({ turn }) => {
   if (known(turn)) refreshTurn(turn);
 });
 
-on("invocation_reverted", ({ turn }) => {
+on("invocation_reverted", ({ turn, invocation }) => {
   if (known(turn)) refreshTurn(turn);
+  else if (turn === null && invocation && changeNode(invocation)) {
+    drawChange(invocation, `change=${invocation}`, { again: true });
+  }
 });
 
 on("interaction_reverted", ({ turn, data }) => {
