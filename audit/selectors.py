@@ -7,9 +7,10 @@ from typing import Any
 
 from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
 
+from ai_tools.base import Tier
 from audit.models import ToolInvocation
 from audit.permissions import Rights
-from campaigns.models import Campaign, ChatMessage, Turn
+from campaigns.models import Campaign, ChatMessage, Creature, Turn
 from campaigns.permissions import is_audit_staff
 from core.queries import get_or_not_found
 
@@ -140,6 +141,26 @@ def logged_calls(*, campaign: Campaign, ids: list[Any]) -> dict[str, dict[str, A
         "pk", "tool_name", "input", "revert_snapshot", "post_state", "turn_id"
     )
     return {str(row["pk"]): row for row in rows}
+
+
+def held_call_affected_players(*, campaign: Campaign, row: Any) -> set[int]:
+    """The players whose characters a held critical call would change: the controllers of the
+    player characters its preview's diff names (what the tool really writes, run in a rolled
+    back savepoint). Empty for a call of a lower tier, or one that touches no PC."""
+    if row.tool_tier != Tier.CRITICAL:
+        return set()
+    ids = {
+        int(change["id"])
+        for change in (row.preview or {}).get("diff", [])
+        if change.get("entity") == "creature" and str(change.get("id")).isdigit()
+    }
+    if not ids:
+        return set()
+    return set(
+        Creature.objects.filter(
+            campaign=campaign, pk__in=ids, kind=Creature.Kind.PC, controlled_by__isnull=False
+        ).values_list("controlled_by_id", flat=True)
+    )
 
 
 def viewer_rights(*, campaign: Campaign, user: Any) -> Rights:

@@ -25,8 +25,8 @@ from django.utils import timezone
 from ai_tools import registry
 from audit.chain import transitions_append
 from audit.models import ApprovalAnswer, ToolInvocation
-from audit.permissions import authorize_approval
-from audit.selectors import invocation_get
+from audit.permissions import authorize_approval, authorize_objection
+from audit.selectors import held_call_affected_players, invocation_get
 from audit.services.common import ToolFailed, campaign_lock
 from audit.services.dispatch import approved_call_run, held_call_context
 from audit.services.preview import call_preview, preview_is_stale
@@ -35,7 +35,7 @@ from campaigns.models import Campaign, Source
 from campaigns.realtime import broadcast_on_commit, event
 from campaigns.security import recording_denials
 from campaigns.selectors import campaign_get_visible
-from core.errors import Conflict, StalePreview
+from core.errors import Conflict, InvalidInput, StalePreview
 
 Status = ToolInvocation.Status
 # Sent in the answering transaction, under the campaign lock: (sender=ToolInvocation,
@@ -87,6 +87,34 @@ def invocation_reject(
         campaign, row = _lock_held(campaign_id, invocation_id, user, reject=True)
         said = f": {reason.strip()}" if reason.strip() else "."
         why = f"{user.get_username()} rejected this call{said}"
+        _transition(campaign, row, Status.REJECTED, by=user, reason=why)
+        _resolved(row, ApprovalAnswer.REJECTED, by=user, reason=why)
+    return ApprovalResult(ApprovalAnswer.REJECTED, row)
+
+
+def invocation_object(
+    *, campaign_id: Any, invocation_id: Any, user: Any, reason: str, ip: str | None = None
+) -> ApprovalResult:
+    """The affected player's voice: the player of a character a held critical call would change
+    objects to it, with their reason, and that rejects it (nothing in the world changes; the GM
+    reads the objection as the call's error). Letting a call run stays with the approvers.
+    Under the campaign lock like every answer, so an objection racing an approval resolves
+    once: whichever comes second finds the call answered (Conflict)."""
+    said = reason.strip()
+    if not said:
+        raise InvalidInput("Say why you object: the table and the GM read your reason.")
+    with recording_denials(user=user, ip=ip), transaction.atomic(durable=True):
+        campaign = campaign_get_visible(campaign_id=campaign_id, user=user, lock=True)
+        row = invocation_get(campaign=campaign, invocation_id=invocation_id, lock=True)
+        authorize_objection(
+            user=user,
+            campaign=campaign,
+            affected_player_ids=held_call_affected_players(campaign=campaign, row=row),
+            target=str(row.pk),
+        )
+        if row.status != Status.AWAITING_APPROVAL:
+            raise Conflict(f"This call is not waiting for approval: it is {row.status}.")
+        why = f"{user.get_username()} objected to this call: {said}"
         _transition(campaign, row, Status.REJECTED, by=user, reason=why)
         _resolved(row, ApprovalAnswer.REJECTED, by=user, reason=why)
     return ApprovalResult(ApprovalAnswer.REJECTED, row)

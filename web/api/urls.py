@@ -47,4 +47,5 @@ urlpatterns = [
     ),
     path(INVOCATION + "approve/", log.InvocationApproveView.as_view(), name="api-approve"),
     path(INVOCATION + "reject/", log.InvocationRejectView.as_view(), name="api-reject"),
+    path(INVOCATION + "object/", log.InvocationObjectView.as_view(), name="api-object"),
 ]

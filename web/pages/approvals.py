@@ -16,7 +16,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from audit.models import ToolInvocation
-from audit.selectors import Rights, viewer_rights
+from audit.selectors import Rights, held_call_affected_players, viewer_rights
 from audit.services.dispatch import approval_deadline
 from campaigns.models import Campaign
 from campaigns.selectors import creature_names_in
@@ -48,7 +48,12 @@ def approval_cards(*, campaign: Campaign, rights: Rights) -> list[dict[str, Any]
         return []
     fog = players_fog(campaign=campaign, rights=rights, rows=[{"input": r.input} for r in held])
     names = names_seen(creature_names_in(campaign_ids=[campaign.pk]), fog)
-    return [_card(row, rights, names, fog) for row in held]
+    cards = [_card(row, rights, names, fog) for row in held]
+    for card, row in zip(cards, held, strict=True):
+        card["may_object"] = rights.objects(
+            held_call_affected_players(campaign=campaign, row=row)
+        )
+    return cards
 
 
 def _card(row: ToolInvocation, rights: Rights, names: dict, fog: Fog | None) -> dict[str, Any]:

@@ -162,6 +162,12 @@ class RejectInput(StrictSerializer):
     reason = serializers.CharField(max_length=1000, required=False, default="", allow_blank=True)
 
 
+class ObjectInput(StrictSerializer):
+    reason = serializers.CharField(
+        max_length=1000, help_text="Why the player objects: shown to the table and the GM."
+    )
+
+
 class ApprovalResultSerializer(serializers.Serializer):
     """Approved: `status` is how the call ran (`committed`, or `failed` if its tool refused
     the world as it now is), with its `result` or `detail`; rejected: `rejected`."""

@@ -108,6 +108,16 @@ class InvocationRejectView(HeldCallAnswerView):
     input_serializer = s.RejectInput
 
 
+@held_call_answer_schema("Object to a held critical call against your character")
+class InvocationObjectView(HeldCallAnswerView):
+    """The affected player's voice: the player of a character a held critical call would change
+    objects, with their reason, and the call is rejected (nothing changes; the GM reads the
+    objection). Anyone else is 403 (recorded); an answered call is 409."""
+
+    service = staticmethod(approval.invocation_object)
+    input_serializer = s.ObjectInput
+
+
 class RevertActionView(ApiView):
     """Revert an invocation or undo a turn, in one shape: the campaign resolved (404 for a
     non-member), the body validated, the service deciding everything else, its outcome
