@@ -60,7 +60,8 @@ def test_who_may_object(world, held, role):
         )
     else:
         assert held.status == Status.AWAITING_APPROVAL
-        assert events == ([(SecurityEvent.Kind.APPROVAL_DENIED, user.pk)] if expected == 403 else [])
+        denied = [(SecurityEvent.Kind.APPROVAL_DENIED, user.pk)] if expected == 403 else []
+        assert events == denied
     assert Creature.objects.get(pk=world.hero.pk).hp == 20
 
 

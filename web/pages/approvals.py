@@ -50,9 +50,7 @@ def approval_cards(*, campaign: Campaign, rights: Rights) -> list[dict[str, Any]
     names = names_seen(creature_names_in(campaign_ids=[campaign.pk]), fog)
     cards = [_card(row, rights, names, fog) for row in held]
     for card, row in zip(cards, held, strict=True):
-        card["may_object"] = rights.objects(
-            held_call_affected_players(campaign=campaign, row=row)
-        )
+        card["may_object"] = rights.objects(held_call_affected_players(campaign=campaign, row=row))
     return cards
 
 
