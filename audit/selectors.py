@@ -3,6 +3,7 @@
 a person may do, for the surfaces to draw (`viewer_rights`, `reads_every_campaign`)."""
 
 from collections import defaultdict
+from datetime import timedelta
 from typing import Any
 
 from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
@@ -10,7 +11,14 @@ from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
 from ai_tools.base import Tier
 from audit.models import ToolInvocation
 from audit.permissions import Rights
-from campaigns.models import Campaign, ChatMessage, Creature, Turn
+from campaigns.models import (
+    Campaign,
+    CampaignUserObjectPermission,
+    ChatMessage,
+    Creature,
+    Membership,
+    Turn,
+)
 from campaigns.permissions import is_audit_staff
 from core.queries import get_or_not_found
 
@@ -161,6 +169,61 @@ def held_call_affected_players(*, campaign: Campaign, row: Any) -> set[int]:
             campaign=campaign, pk__in=ids, kind=Creature.Kind.PC, controlled_by__isnull=False
         ).values_list("controlled_by_id", flat=True)
     )
+
+
+WAITING_TURNS = (Turn.Status.QUEUED, Turn.Status.AWAITING_APPROVAL)
+
+
+def held_call_waiting(*, campaign: Campaign) -> dict[str, Any] | None:
+    """What the campaign's waiting turns wait for while a call is held (docs/api.md#paths, a
+    turn's `waiting`): the oldest call still awaiting approval, on a turn not undone — {for:
+    "approval", invocation, tool_name, turn (the paused turn), on (who may approve it: the
+    owner and the co-GMs, the call's own player aside unless they own the table), since (when it
+    was held), expires_at} — or None. A paused turn holds its campaign's place, so every later
+    queued turn waits for this same answer. Two queries, three when a call is held."""
+    row = (
+        ToolInvocation.objects.filter(
+            campaign=campaign,
+            status=ToolInvocation.Status.AWAITING_APPROVAL,
+            turn__reverted_at__isnull=True,
+        )
+        .order_by("sequence")
+        .values("pk", "tool_name", "turn_id", "user_id", "created_at")
+        .first()
+    )
+    if row is None:
+        return None
+    granted = set(
+        CampaignUserObjectPermission.objects.filter(
+            content_object=campaign, permission__codename="revert_any_turn"
+        ).values_list("user_id", flat=True)
+    )
+    on = [
+        name
+        for user_id, name in Membership.objects.filter(campaign=campaign)
+        .order_by("joined_at", "pk")
+        .values_list("user_id", "user__username")
+        if user_id == campaign.owner_id or (user_id in granted and user_id != row["user_id"])
+    ]
+    return {
+        "for": "approval",
+        "invocation": str(row["pk"]),
+        "tool_name": row["tool_name"],
+        "turn": row["turn_id"],
+        "on": on,
+        "since": row["created_at"],
+        "expires_at": row["created_at"] + timedelta(seconds=campaign.approval_timeout),
+    }
+
+
+def turn_waiting(turn: Turn, held: dict[str, Any] | None) -> dict[str, Any] | None:
+    """`held_call_waiting`'s answer for one turn: a turn the GM has yet to answer, not undone,
+    waits while a call is held (its own, or an earlier turn's, whose place it holds)."""
+    if held is None or turn.reverted_at is not None or turn.status not in WAITING_TURNS:
+        return None
+    if turn.status == Turn.Status.QUEUED and turn.pk < held["turn"]:
+        return None
+    return held
 
 
 def viewer_rights(*, campaign: Campaign, user: Any) -> Rights:

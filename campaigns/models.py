@@ -62,6 +62,9 @@ class Campaign(models.Model):
     approval_policy = models.CharField(
         max_length=24, choices=ApprovalPolicy.choices, default=ApprovalPolicy.CRITICAL
     )
+    # How long a held call waits for an answer before it expires, in seconds; empty: the site's
+    # APPROVAL_TIMEOUT. Written only by `campaign_set_approval_timeout` (the owner).
+    approval_timeout_seconds = models.PositiveIntegerField(null=True, blank=True)
     # Last realtime event number handed out (docs/api.md#the-live-feed-websocket); advanced under
     # the campaign row lock.
     event_seq = models.BigIntegerField(default=0, editable=False)
@@ -79,6 +82,12 @@ class Campaign(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def approval_timeout(self) -> float:
+        """Seconds a held call of this campaign waits before it expires: its own setting, else
+        the site's APPROVAL_TIMEOUT."""
+        return self.approval_timeout_seconds or settings.APPROVAL_TIMEOUT
 
 
 def campaign_key(related_name: str = "+", *, db_index: bool = True) -> models.ForeignKey:

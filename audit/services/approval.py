@@ -17,7 +17,6 @@ the outcome as the tool result.
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 from django.dispatch import Signal
 from django.utils import timezone
@@ -27,8 +26,8 @@ from audit.chain import transitions_append
 from audit.models import ApprovalAnswer, ToolInvocation
 from audit.permissions import authorize_approval, authorize_objection
 from audit.selectors import held_call_affected_players, invocation_get
-from audit.services.common import ToolFailed, campaign_lock
-from audit.services.dispatch import approved_call_run, held_call_context
+from audit.services.common import ToolFailed, call_held, campaign_lock
+from audit.services.dispatch import approval_deadline, approved_call_run, held_call_context
 from audit.services.preview import call_preview, preview_is_stale
 from campaigns.events import ApprovalResolved
 from campaigns.models import Campaign, Source
@@ -121,9 +120,10 @@ def invocation_object(
 
 
 def invocation_expire(*, invocation_id: Any) -> str:
-    """The expiry job's work: a call still waiting when APPROVAL_TIMEOUT has passed expires;
-    one answered meanwhile stays as it was answered. Returns what happened, for the job's
-    record."""
+    """The expiry job's work: a call still waiting when its campaign's approval timeout has
+    passed expires; one answered meanwhile stays as it was answered, and one whose deadline
+    moved later (the owner lengthened the timeout) is scheduled again for it. Returns what
+    happened, for the job's record."""
     campaign_id = (
         ToolInvocation.objects.filter(pk=invocation_id)
         .values_list("campaign_id", flat=True)
@@ -136,7 +136,12 @@ def invocation_expire(*, invocation_id: Any) -> str:
         row = ToolInvocation.objects.select_for_update().get(pk=invocation_id)
         if row.status != Status.AWAITING_APPROVAL:
             return f"already {row.status}"
-        minutes = round(settings.APPROVAL_TIMEOUT / 60)
+        deadline = approval_deadline(row, campaign)
+        if timezone.now() < deadline:
+            # The owner lengthened the timeout while it waited: the job comes back then.
+            call_held.send(sender=ToolInvocation, row=row, expires_at=deadline)
+            return f"not due until {deadline.isoformat()}"
+        minutes = round(campaign.approval_timeout / 60)
         why = f"No one approved this call within {minutes} minute(s); it expired."
         _transition(campaign, row, Status.EXPIRED, by=None, reason=why)
         _resolved(row, ApprovalAnswer.EXPIRED, by=None, reason=why)

@@ -6,7 +6,6 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any, ParamSpec, TypeVar
 
-from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -175,22 +174,24 @@ def _pause(
     preview = call_preview(tool, ctx, fields["input"], reason=reason)
     row = _new_row(fields, locked, status=ToolInvocation.Status.AWAITING_APPROVAL, preview=preview)
     requested = event(
-        approval_requested(row, actor=ctx.actor),
+        approval_requested(row, actor=ctx.actor, campaign=locked),
         source=_event_source(row.source),
         turn=row.turn_id,
         invocation=row.pk,
     )
     row.broadcast_events = broadcast_on_commit(row.campaign_id, [requested], after=locked.event_seq)
     _append(row, locked, event_seq=locked.event_seq + 1, turn_checked=turn_checked)
-    call_held.send(sender=ToolInvocation, row=row, expires_at=approval_deadline(row))
+    call_held.send(sender=ToolInvocation, row=row, expires_at=approval_deadline(row, locked))
     return row
 
 
-def approval_deadline(row: ToolInvocation) -> datetime:
-    return row.created_at + timedelta(seconds=settings.APPROVAL_TIMEOUT)
+def approval_deadline(row: ToolInvocation, campaign: Campaign | None = None) -> datetime:
+    """When a held call expires unless answered: when it was held, plus its campaign's
+    approval timeout as it stands now (the owner may change it while the call waits)."""
+    return row.created_at + timedelta(seconds=(campaign or row.campaign).approval_timeout)
 
 
-def approval_requested(row: ToolInvocation, *, actor: Any) -> ApprovalRequested:
+def approval_requested(row: ToolInvocation, *, actor: Any, campaign: Campaign) -> ApprovalRequested:
     """The held call as the approval card shows it (docs/api.md#the-live-feed-websocket)."""
     return ApprovalRequested(
         invocation=str(row.pk),
@@ -202,7 +203,7 @@ def approval_requested(row: ToolInvocation, *, actor: Any) -> ApprovalRequested:
         actor=actor.get_username(),
         reason=(row.preview or {}).get("reason", ""),
         preview=(row.preview or {}).get("diff", []),
-        expires_at=approval_deadline(row).isoformat(),
+        expires_at=approval_deadline(row, campaign).isoformat(),
     )
 
 

@@ -76,7 +76,7 @@ def test_setting_the_policy_it_already_has_logs_nothing(world, as_owner):
     ("body", "detail"),
     [
         ({"approval_policy": "paranoid"}, 'approval_policy: "paranoid" is not a valid choice.'),
-        ({}, "approval_policy: This field is required."),
+        ({}, "Send approval_policy, approval_timeout or both."),
         ({"approval_policy": "none", "name": "x"}, "name: Unknown field."),
     ],
 )
@@ -124,7 +124,15 @@ def test_the_list_holds_only_the_callers_campaigns(world):
 
 def test_campaign_detail_has_exactly_the_contract_keys(world, as_player):
     body = as_player.get(campaign_url(world)).json()
-    assert set(body) == {"id", "name", "owner", "status", "approval_policy", "members"}
+    assert set(body) == {
+        "id",
+        "name",
+        "owner",
+        "status",
+        "approval_policy",
+        "approval_timeout",
+        "members",
+    }
     members = {m["username"]: m for m in body["members"]}
     assert members["cogm"] == {"username": "cogm", "role": "player", "can_revert_any": True}
     assert members["player"]["can_revert_any"] is False

@@ -20,6 +20,7 @@ from campaigns.models import (
     Turn,
 )
 from campaigns.selectors import campaign_members
+from campaigns.services import APPROVAL_TIMEOUT_MAX, APPROVAL_TIMEOUT_MIN
 from core.api.base import StrictSerializer
 
 User = get_user_model()
@@ -61,8 +62,21 @@ class CampaignCreateInput(StrictSerializer):
 
 class CampaignUpdateInput(StrictSerializer):
     approval_policy = serializers.ChoiceField(
-        choices=Campaign.ApprovalPolicy.choices, help_text=POLICY_HELP
+        choices=Campaign.ApprovalPolicy.choices, required=False, help_text=POLICY_HELP
     )
+    approval_timeout = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=APPROVAL_TIMEOUT_MIN,
+        max_value=APPROVAL_TIMEOUT_MAX,
+        help_text="Seconds a held call waits for an answer before it expires (60 to 604800); "
+        "null: the site's default (APPROVAL_TIMEOUT).",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if not attrs:
+            raise serializers.ValidationError("Send approval_policy, approval_timeout or both.")
+        return attrs
 
 
 class MemberAddInput(StrictSerializer):
@@ -118,10 +132,16 @@ class TurnCreateInput(StrictSerializer):
 
 class CampaignSummarySerializer(serializers.ModelSerializer):
     owner = UsernameField()
+    approval_timeout = serializers.SerializerMethodField(
+        help_text="Seconds a held call waits for an answer before it expires."
+    )
 
     class Meta:
         model = Campaign
-        fields = ["id", "name", "owner", "status", "approval_policy"]
+        fields = ["id", "name", "owner", "status", "approval_policy", "approval_timeout"]
+
+    def get_approval_timeout(self, campaign: Campaign) -> int:
+        return round(campaign.approval_timeout)
 
 
 class MemberSerializer(serializers.Serializer):

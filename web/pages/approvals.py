@@ -48,13 +48,15 @@ def approval_cards(*, campaign: Campaign, rights: Rights) -> list[dict[str, Any]
         return []
     fog = players_fog(campaign=campaign, rights=rights, rows=[{"input": r.input} for r in held])
     names = names_seen(creature_names_in(campaign_ids=[campaign.pk]), fog)
-    cards = [_card(row, rights, names, fog) for row in held]
+    cards = [_card(row, rights, names, fog, campaign) for row in held]
     for card, row in zip(cards, held, strict=True):
         card["may_object"] = rights.objects(held_call_affected_players(campaign=campaign, row=row))
     return cards
 
 
-def _card(row: ToolInvocation, rights: Rights, names: dict, fog: Fog | None) -> dict[str, Any]:
+def _card(
+    row: ToolInvocation, rights: Rights, names: dict, fog: Fog | None, campaign: Campaign
+) -> dict[str, Any]:
     preview = row.preview or {}
     diff = preview.get("diff", [])
     hidden = fog is not None and held_call_hidden(row.input, diff, fog)
@@ -66,7 +68,7 @@ def _card(row: ToolInvocation, rights: Rights, names: dict, fog: Fog | None) -> 
         "model": row.model,
         "reason": preview.get("reason", ""),
         "diff": [] if hidden else [_change(d, names) for d in diff],
-        "expires_at": approval_deadline(row),
+        "expires_at": approval_deadline(row, campaign),
         "may_approve": rights.approves(row.user_id),
         "may_reject": rights.rejects(row.user_id),
         "own": rights.user.pk == row.user_id,

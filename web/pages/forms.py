@@ -42,6 +42,13 @@ class ApprovalPolicyForm(forms.Form):
     approval_policy = policy_field()
 
 
+class ApprovalTimeoutInput(StrictSerializer):
+    """The page's approval-timeout form: the API's `approval_timeout` (docs/api.md#paths) in
+    whole minutes, a minute to a week."""
+
+    minutes = serializers.IntegerField(min_value=1, max_value=7 * 24 * 60)
+
+
 WHOLE_NUMBER = re.compile(r"[+-]?[0-9]{1,9}")
 
 

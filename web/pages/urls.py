@@ -25,6 +25,11 @@ urlpatterns = [
     path("campaigns/", views.campaign_list, name="campaign_list"),
     path("campaigns/<uuid:campaign_id>/", views.campaign_detail, name="campaign_detail"),
     path("campaigns/<uuid:campaign_id>/policy/", views.campaign_policy, name="campaign_policy"),
+    path(
+        "campaigns/<uuid:campaign_id>/approval-timeout/",
+        views.campaign_approval_timeout,
+        name="campaign_approval_timeout",
+    ),
     path("campaigns/<uuid:campaign_id>/board/", views.campaign_board, name="campaign_board"),
     path("campaigns/<uuid:campaign_id>/feed/", views.campaign_feed, name="campaign_feed"),
     path(

@@ -23,14 +23,25 @@ from rest_framework import exceptions
 from audit.selectors import viewer_rights
 from campaigns.models import ApprovalPolicyChange, Campaign
 from campaigns.selectors import campaign_get_for_member, campaign_list_for_member, one_snapshot
-from campaigns.services import campaign_create, campaign_set_approval_policy
+from campaigns.services import (
+    campaign_create,
+    campaign_set_approval_policy,
+    campaign_set_approval_timeout,
+)
 from core.api.base import client_ip
 from core.errors import Forbidden, NotFound
 from web.accounts import ExpiringTokenAuthentication, SignupRateThrottle, too_many
 from web.api import serializers as s
 from web.negotiation import wants_json
 from web.pages import presenters
-from web.pages.forms import ApprovalPolicyForm, CampaignForm, posted_fields, refused
+from web.pages.forms import (
+    ApprovalPolicyForm,
+    ApprovalTimeoutInput,
+    CampaignForm,
+    as_json,
+    posted_fields,
+    refused,
+)
 from web.shared import validated
 
 # A turn's or roll's id as the URL converters take it: ASCII digits only (str.isdigit also takes
@@ -111,6 +122,7 @@ def campaign_detail(request: HttpRequest, campaign_id: Any) -> HttpResponse:
     if rights.owner:
         policy = {"approval_policy": campaign.approval_policy}
         context["policy_form"] = ApprovalPolicyForm(initial=policy)
+    context["approval_timeout_minutes"] = round(campaign.approval_timeout / 60)
     return render(request, "campaigns/detail.html", context)
 
 
@@ -126,6 +138,23 @@ def campaign_policy(request: HttpRequest, campaign_id: Any) -> HttpResponse:
         campaign=campaign,
         by=request.user,
         policy=data["approval_policy"],
+        via=ApprovalPolicyChange.Via.PAGE,
+        ip=client_ip(request),
+    )
+    return redirect("campaign_detail", campaign_id=campaign.pk)
+
+
+@signed_in
+@require_POST
+def campaign_approval_timeout(request: HttpRequest, campaign_id: Any) -> HttpResponse:
+    """The owner sets how long a held call waits before it expires, in minutes: the API's
+    `PATCH … {approval_timeout}` in seconds, by the same service and its refusals."""
+    campaign = member_campaign(request, campaign_id)
+    data = validated(ApprovalTimeoutInput, as_json(ApprovalTimeoutInput, posted_fields(request)))
+    campaign_set_approval_timeout(
+        campaign=campaign,
+        by=request.user,
+        seconds=data["minutes"] * 60,
         via=ApprovalPolicyChange.Via.PAGE,
         ip=client_ip(request),
     )
