@@ -40,6 +40,10 @@ class Campaign(models.Model):
         # Critical calls, and any (model, tool) pair whose recent calls keep being undone
         # (audit.policy.adaptive_approval_reason).
         ADAPTIVE = "adaptive"
+        # The default for new campaigns, chosen from the approval-fatigue count (docs/
+        # architecture.md#approval-fatigue): the ending always, a critical call on a player's
+        # character (whose player may object), and what the adaptive record holds.
+        WATCHFUL = "watchful"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     name = models.CharField(max_length=200)
@@ -60,7 +64,7 @@ class Campaign(models.Model):
     # Which tool calls wait for a human (docs/architecture.md#human-in-the-loop); changed only by
     # `campaign_set_approval_policy`, which logs each change (ApprovalPolicyChange).
     approval_policy = models.CharField(
-        max_length=24, choices=ApprovalPolicy.choices, default=ApprovalPolicy.CRITICAL
+        max_length=24, choices=ApprovalPolicy.choices, default=ApprovalPolicy.WATCHFUL
     )
     # How long a held call waits for an answer before it expires, in seconds; empty: the site's
     # APPROVAL_TIMEOUT. Written only by `campaign_set_approval_timeout` (the owner).

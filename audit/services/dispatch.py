@@ -128,7 +128,7 @@ def invocation_dispatch(
             checked = _refuse_if_undone_early(turn)
             powers = _powers(locked, caller=requested_by or actor, source=source)
             ctx = ToolContext(campaign=locked, actor=actor, turn=turn, powers=powers)
-            held = _held(locked, tool, model, source)
+            held = _held(locked, tool, model, source, ctx=ctx, data=input)
             if held is not None:
                 return _pause(tool, ctx, row_fields, locked, reason=held, turn_checked=checked)
             row = _new_row(row_fields, locked, status=ToolInvocation.Status.COMMITTED)
@@ -150,12 +150,14 @@ def _powers(campaign: Campaign, *, caller: Any, source: str) -> Powers:
     return Powers(gm=runs_table(campaign=campaign, user=caller), person_id=caller.pk)
 
 
-def _held(locked: Campaign, tool: WriteTool, model: str, source: str) -> str | None:
+def _held(
+    locked: Campaign, tool: WriteTool, model: str, source: str, *, ctx: ToolContext, data: Any
+) -> str | None:
     """Why the call must wait for a human, or None. A person's own hand is never held: the
     human in the loop is for what the AI (or an agent through the API) does."""
     if source == InvocationOrigin.USER:
         return None
-    return needs_approval(locked, tool, model)
+    return needs_approval(locked, tool, model, ctx=ctx, data=data)
 
 
 def _pause(

@@ -27,6 +27,7 @@ import "./table/dice.js";
 import "./table/setup.js";
 import "./table/approval.js";
 import "./table/waiting.js";
+import "./table/alerts.js";
 import { refreshUndo, feed } from "./table/feed.js";
 import { connect } from "./table/socket.js";
 

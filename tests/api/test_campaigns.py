@@ -26,11 +26,11 @@ def test_creating_a_campaign_makes_the_caller_its_owner_with_the_revert_grant():
     assert ObjectPermissionChecker(user).has_perm("revert_any_turn", campaign)
 
 
-def test_a_campaign_created_without_a_policy_holds_critical_calls_back():
+def test_a_campaign_created_without_a_policy_starts_watchful():
     response = client_for(make_user("gm")).post("/api/campaigns/", {"name": "Ash"}, format="json")
-    assert response.status_code == 201 and response.json()["approval_policy"] == "critical"
+    assert response.status_code == 201 and response.json()["approval_policy"] == "watchful"
     campaign = Campaign.objects.get(pk=response.json()["id"])
-    assert campaign.approval_policy == Campaign.ApprovalPolicy.CRITICAL
+    assert campaign.approval_policy == Campaign.ApprovalPolicy.WATCHFUL
 
 
 @pytest.mark.parametrize("policy", Campaign.ApprovalPolicy.values)

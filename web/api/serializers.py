@@ -49,8 +49,9 @@ class UsernameField(serializers.Field):
 
 
 POLICY_HELP = (
-    "Which tool calls wait for a human: none; critical (the default); critical_and_high; "
-    "adaptive (critical, and any model and tool whose recent calls keep being undone)."
+    "Which tool calls wait for a human: none; critical; critical_and_high; adaptive (critical, "
+    "and any model and tool whose recent calls keep being undone); watchful (the default: "
+    "end_adventure always, a critical call on a player's character, and what adaptive holds)."
 )
 
 

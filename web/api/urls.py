@@ -39,6 +39,9 @@ urlpatterns = [
     path(TURN + "undo/", turns.TurnUndoView.as_view(), name="api-turn-undo"),
     path(TURN + "undo-plan/", turns.TurnUndoPlanView.as_view(), name="api-turn-undo-plan"),
     path("analytics/tools/", log.ToolAnalyticsView.as_view(), name="api-analytics-tools"),
+    path(
+        "analytics/approvals/", log.ApprovalAnalyticsView.as_view(), name="api-analytics-approvals"
+    ),
     path(INVOCATIONS, log.InvocationListView.as_view(), name="api-invocations"),
     path(INVOCATION, log.InvocationDetailView.as_view(), name="api-invocation"),
     path(INVOCATION + "revert/", log.InvocationRevertView.as_view(), name="api-revert"),

@@ -17,6 +17,9 @@ POLICY_LABELS = {
     Campaign.ApprovalPolicy.CRITICAL: "Approve critical calls (damage, combat, the ending)",
     Campaign.ApprovalPolicy.CRITICAL_AND_HIGH: "Approve critical and high-tier calls",
     Campaign.ApprovalPolicy.ADAPTIVE: "Critical, and any model and tool that keeps being undone",
+    Campaign.ApprovalPolicy.WATCHFUL: (
+        "Watchful: the ending, blows to a player's character, and whatever keeps being undone"
+    ),
 }
 
 

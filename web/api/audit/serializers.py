@@ -281,6 +281,31 @@ class AnalyticsQuery(serializers.Serializer):
     )
 
 
+class ApproverStatsSerializer(serializers.Serializer):
+    """How one person answered held calls: `approve_rate` is approved / answered; the times
+    run from the call being held to the answer."""
+
+    approver = serializers.CharField()
+    answered = serializers.IntegerField()
+    approved = serializers.IntegerField()
+    rejected = serializers.IntegerField()
+    approve_rate = serializers.FloatField()
+    median_seconds = serializers.FloatField()
+    mean_seconds = serializers.FloatField()
+
+
+class ApprovalFatigueSerializer(serializers.Serializer):
+    """The approval-fatigue measure: the prompts the policy asked (calls held, answered or
+    waiting), per GM turn, and each approver's answers."""
+
+    prompts = serializers.IntegerField()
+    awaiting = serializers.IntegerField()
+    expired = serializers.IntegerField()
+    turns = serializers.IntegerField(help_text="Turns the GM was asked to answer.")
+    prompts_per_turn = serializers.FloatField()
+    approvers = ApproverStatsSerializer(many=True)
+
+
 class ToolStatsSerializer(serializers.Serializer):
     """One model version's use of one tool. `revert_rate` is reverted / (committed +
     reverted): the share of the calls that ran which were undone (0 when none ran)."""
