@@ -171,7 +171,8 @@ def held_call_affected_players(*, campaign: Campaign, row: Any) -> set[int]:
     )
 
 
-WAITING_TURNS = (Turn.Status.QUEUED, Turn.Status.AWAITING_APPROVAL)
+# A turn the GM has yet to answer: queued, or running or paused on the held call it made.
+WAITING_TURNS = (Turn.Status.QUEUED, Turn.Status.RUNNING, Turn.Status.AWAITING_APPROVAL)
 
 
 def held_call_waiting(*, campaign: Campaign) -> dict[str, Any] | None:
@@ -218,12 +219,13 @@ def held_call_waiting(*, campaign: Campaign) -> dict[str, Any] | None:
 
 def turn_waiting(turn: Turn, held: dict[str, Any] | None) -> dict[str, Any] | None:
     """`held_call_waiting`'s answer for one turn: a turn the GM has yet to answer, not undone,
-    waits while a call is held (its own, or an earlier turn's, whose place it holds)."""
+    waits while a call is held — its own (the turn runs until it pauses on it, then waits), or
+    an earlier turn's, whose place it holds (queued behind it)."""
     if held is None or turn.reverted_at is not None or turn.status not in WAITING_TURNS:
         return None
-    if turn.status == Turn.Status.QUEUED and turn.pk < held["turn"]:
-        return None
-    return held
+    if turn.pk == held["turn"]:
+        return held
+    return held if turn.status == Turn.Status.QUEUED and turn.pk > held["turn"] else None
 
 
 def viewer_rights(*, campaign: Campaign, user: Any) -> Rights:

@@ -85,3 +85,13 @@ def test_a_page_of_turns_reads_the_held_call_once(
         as_player.get(campaign_url(world, "turns/"))
     held_reads = [q for q in ctx.captured_queries if "awaiting_approval" in q["sql"]]
     assert len(held_reads) == 1
+
+
+def test_the_turn_that_made_the_call_waits_from_the_moment_it_is_held(world, table, as_player):
+    """Between the call being held and the runner pausing the turn, the turn is still
+    `running`: it already waits for the answer."""
+    _, row, queued = table
+    Turn.objects.filter(pk=row.turn_id).update(status=Turn.Status.RUNNING)
+    waiting = waiting_by_turn(as_player, world)
+    assert waiting[row.turn_id]["invocation"] == str(row.pk)
+    assert all(waiting[t.pk]["invocation"] == str(row.pk) for t in queued)

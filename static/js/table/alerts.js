@@ -1,7 +1,7 @@
 // The approvers' alert (docs/architecture.md#human-in-the-loop): while a call waits for this
 // person — a card the server drew with Approve for them, or Object for the player of the
 // character it would change — the page's title and its top bar carry the count, a banner is
-// pinned to the bottom of a phone's screen, and, if this browser's notifications are granted, a
+// pinned to the top of a phone's screen, and, if this browser's notifications are granted, a
 // new one raises a notification. It reads the card the server drew (approval.js swaps it in);
 // it decides nothing: who may answer is the server's drawing.
 
@@ -26,6 +26,7 @@ function draw() {
   const n = cards.length;
   document.title = n ? `(${n}) ${title}` : title;
   badge.hidden = banner.hidden = n === 0;
+  document.body.classList.toggle("approval-alerted", n > 0);
   $(".approval-count", badge).textContent = String(n);
   $(".approval-banner-text", banner).textContent =
     n === 1 ? "A call waits for your answer" : `${n} calls wait for your answer`;

@@ -6,7 +6,7 @@ import { on } from "./bus.js";
 import { $$ } from "./http.js";
 import { feed, refreshTurn } from "./feed.js";
 
-const WAITING = ["queued", "awaiting_approval"];
+const WAITING = ["queued", "running", "awaiting_approval"];
 
 function redrawWaiting() {
   for (const turn of $$(":scope > .turn:not(.undone)", feed())) {
