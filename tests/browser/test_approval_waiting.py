@@ -10,7 +10,13 @@ from playwright.sync_api import expect
 
 from audit.models import ToolInvocation
 from campaigns.models import Campaign, Creature
-from tests.browser.support import at_the_table, chromium, outside_the_browser_loop, screenshot
+from tests.browser.support import (
+    ARTIFACTS,
+    at_the_table,
+    chromium,
+    outside_the_browser_loop,
+    screenshot,
+)
 from tests.conftest import World
 from tests.realtime.conftest import shared_layer
 from tests.servers import WorkerProcess
@@ -98,6 +104,7 @@ def test_a_held_blow_queues_the_table_alerts_the_gm_and_its_player_objects(
         else:
             badge.click()
         expect(owner.locator(".approval-card")).to_be_in_viewport()
+        on_screen(owner, f"approval-waiting-owner-screen-{width}.png")
 
         # Thorin's player sees the card with Object, and objects.
         card = player.locator(".approval-card")
@@ -107,6 +114,10 @@ def test_a_held_blow_queues_the_table_alerts_the_gm_and_its_player_objects(
             "Thorin was behind the door all round"
         )
         screenshot(player, f"approval-objection-{width}.png")
+        card.get_by_role("button", name="Object").evaluate(
+            "button => button.scrollIntoView({block: 'center'})"
+        )
+        on_screen(player, f"approval-objection-screen-{width}.png")
         card.get_by_role("button", name="Object").click()
 
         for page in (owner, player, other):
@@ -125,3 +136,10 @@ def test_a_held_blow_queues_the_table_alerts_the_gm_and_its_player_objects(
         "player objected to this call: Thorin was behind the door all round"
     )
     assert outside_the_browser_loop(lambda: Creature.objects.get(pk=world.hero.pk).hp) == 20
+
+
+def on_screen(page, name: str) -> None:
+    """What the person sees now (the viewport, fixed banners where they stand), beside the
+    full-page shots."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=ARTIFACTS / name)

@@ -27,6 +27,9 @@ function draw() {
   document.title = n ? `(${n}) ${title}` : title;
   badge.hidden = banner.hidden = n === 0;
   document.body.classList.toggle("approval-alerted", n > 0);
+  if (n && banner.offsetHeight) {
+    document.documentElement.style.setProperty("--approval-banner-height", `${banner.offsetHeight}px`);
+  }
   $(".approval-count", badge).textContent = String(n);
   $(".approval-banner-text", banner).textContent =
     n === 1 ? "A call waits for your answer" : `${n} calls wait for your answer`;
