@@ -187,6 +187,9 @@ def held_call_waiting(*, campaign: Campaign) -> dict[str, Any] | None:
             campaign=campaign,
             status=ToolInvocation.Status.AWAITING_APPROVAL,
             turn__reverted_at__isnull=True,
+            # A GM turn holding its campaign's place (gm.tasks.HOLDING); an agent's call held in
+            # an open turn holds nobody up.
+            turn__status__in=(Turn.Status.RUNNING, Turn.Status.AWAITING_APPROVAL),
         )
         .order_by("sequence")
         .values("pk", "tool_name", "turn_id", "user_id", "created_at")

@@ -95,3 +95,10 @@ def test_the_turn_that_made_the_call_waits_from_the_moment_it_is_held(world, tab
     waiting = waiting_by_turn(as_player, world)
     assert waiting[row.turn_id]["invocation"] == str(row.pk)
     assert all(waiting[t.pk]["invocation"] == str(row.pk) for t in queued)
+
+
+def test_an_agents_held_call_in_an_open_turn_holds_nobody_up(world, table, as_player):
+    """Only a GM turn running or paused on its call holds the campaign's place."""
+    _, row, _ = table
+    Turn.objects.filter(pk=row.turn_id).update(status=Turn.Status.OPEN)
+    assert set(waiting_by_turn(as_player, world).values()) == {None}
