@@ -19,7 +19,7 @@ from typing import Any
 
 from django.db.models import Count, Q, QuerySet, Sum
 
-from audit.models import ToolCounts, ToolDay, ToolDayAll, ToolInvocation
+from audit.models import StatusTransition, ToolCounts, ToolDay, ToolDayAll, ToolInvocation
 from audit.permissions import authorize_analytics
 from audit.rollup import COUNT_COLUMNS, approvals, rollup_refresh
 from audit.selectors import reads_every_campaign
@@ -302,3 +302,69 @@ def model_stats(
         r["median_turn_ms"] = int(median(answer)) if answer else None
         out.append(r)
     return out
+
+
+# Approval fatigue (docs/architecture.md#approval-fatigue): how many prompts a table's policy
+# asks, and how each person answers them. Prompts a human answers blindly are the risk the
+# default policy is chosen against: an approver who approves everything, fast, is not reviewing.
+
+
+def approval_fatigue(
+    *, campaign_ids: Iterable[Any] | None = None, since: datetime | None = None
+) -> dict[str, Any]:
+    """{prompts, awaiting, expired, turns, prompts_per_turn, approvers: [{approver, answered,
+    approved, rejected, approve_rate, median_seconds, mean_seconds}]} over the campaigns in
+    scope (None: every campaign), for the calls held at or after `since`. A prompt is a call
+    that was held: answered (its chained transition out of `awaiting_approval`: by whom, when,
+    read through the answers' partial index `transition_approval_idx`) or still waiting. The
+    time to decide runs from the call being held to its answer; an expiry is nobody's answer.
+    `turns` counts the turns the GM was asked to answer, the base of `prompts_per_turn`."""
+    links = StatusTransition.objects.filter(from_status=Status.AWAITING_APPROVAL)
+    waiting = ToolInvocation.objects.filter(status=Status.AWAITING_APPROVAL)
+    turns = Turn.objects.exclude(status=Turn.Status.OPEN)
+    if campaign_ids is not None:
+        links, waiting, turns = (
+            q.filter(campaign_id__in=campaign_ids) for q in (links, waiting, turns)
+        )
+    if since is not None:
+        links = links.filter(invocation__created_at__gte=since)
+        waiting = waiting.filter(created_at__gte=since)
+        turns = turns.filter(created_at__gte=since)
+    per: dict[str, dict[str, Any]] = {}
+    answered = expired = 0
+    for by, to_status, at, held_at in links.values_list(
+        "by__username", "to_status", "at", "invocation__created_at"
+    ):
+        answered += 1
+        if by is None:
+            expired += to_status == Status.EXPIRED
+            continue
+        person = per.setdefault(by, {"approved": 0, "rejected": 0, "seconds": []})
+        person["approved" if to_status == Status.PENDING else "rejected"] += 1
+        person["seconds"].append(max(0.0, (at - held_at).total_seconds()))
+    awaiting, n_turns = waiting.count(), turns.count()
+    prompts = answered + awaiting
+    return {
+        "prompts": prompts,
+        "awaiting": awaiting,
+        "expired": expired,
+        "turns": n_turns,
+        "prompts_per_turn": round(prompts / n_turns, 4) if n_turns else 0.0,
+        "approvers": [_approver_row(name, person) for name, person in sorted(per.items())],
+    }
+
+
+def _approver_row(name: str, person: dict[str, Any]) -> dict[str, Any]:
+    seconds = sorted(person["seconds"])
+    answered = len(seconds)
+    middle = answered // 2
+    median = seconds[middle] if answered % 2 else (seconds[middle - 1] + seconds[middle]) / 2
+    return {
+        "approver": name,
+        "answered": answered,
+        "approved": person["approved"],
+        "rejected": person["rejected"],
+        "approve_rate": round(person["approved"] / answered, 4),
+        "median_seconds": round(median, 1),
+        "mean_seconds": round(sum(seconds) / answered, 1),
+    }

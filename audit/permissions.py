@@ -63,6 +63,12 @@ class Rights:
         """Who may refuse a held call: any approver, and the turn's actor (withdrawing it)."""
         return self.is_person(actor_id) or self.approves(actor_id)
 
+    def objects(self, affected_player_ids: Any) -> bool:
+        """Who may object to a held critical call: the player of a character it would change
+        (`audit.selectors.held_call_affected_players`). Their objection rejects the call with
+        their reason; letting it run stays with the approvers."""
+        return self.active and self.user.pk in affected_player_ids
+
     def moves(self, *, kind: str, controlled_by_id: Any) -> bool:
         """Whether they may drag this creature's token (`may_act_on`: a player their own PC,
         the GM any)."""
@@ -98,6 +104,20 @@ def authorize_approval(
             if not reject
             else "Only the turn's player, the campaign owner, a co-GM or audit staff may "
             "reject this call.",
+            kind=SecurityEvent.Kind.APPROVAL_DENIED,
+            campaign=campaign,
+            target=target,
+        )
+
+
+def authorize_objection(
+    *, user: Any, campaign: Campaign, affected_player_ids: Any, target: str
+) -> None:
+    """Raise Forbidden (recorded as `approval_denied`) unless `user` plays a character the held
+    critical call would change (`Rights.objects`)."""
+    if not Rights(campaign=campaign, user=user).objects(affected_player_ids):
+        raise Forbidden(
+            "Only the player of a character this critical call would change may object to it.",
             kind=SecurityEvent.Kind.APPROVAL_DENIED,
             campaign=campaign,
             target=target,

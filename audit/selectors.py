@@ -6,14 +6,23 @@ feed, the approval card and the log's API read them alike."""
 
 from collections import defaultdict
 from collections.abc import Iterable
+from datetime import timedelta
 from typing import Any
 
 from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
 
 from ai_tools import entities
+from ai_tools.base import Tier
 from audit.models import StatusTransition, ToolInvocation
 from audit.permissions import Rights
-from campaigns.models import Campaign, ChatMessage, Turn
+from campaigns.models import (
+    Campaign,
+    CampaignUserObjectPermission,
+    ChatMessage,
+    Creature,
+    Membership,
+    Turn,
+)
 from campaigns.permissions import is_audit_staff
 from campaigns.visibility import Fog, Sight, call_hidden, fog_read, held_call_hidden, placed_cell
 from core.queries import get_or_not_found
@@ -193,6 +202,86 @@ def logged_calls(*, campaign: Campaign, ids: list[Any]) -> dict[str, dict[str, A
         "pk", "tool_name", "input", "revert_snapshot", "post_state", "turn_id"
     )
     return {str(row["pk"]): row for row in rows}
+
+
+def held_call_affected_players(*, campaign: Campaign, row: Any) -> set[int]:
+    """The players whose characters a held critical call would change: the controllers of the
+    player characters its preview's diff names (what the tool really writes, run in a rolled
+    back savepoint). Empty for a call of a lower tier, or one that touches no PC."""
+    if row.tool_tier != Tier.CRITICAL:
+        return set()
+    ids = {
+        int(change["id"])
+        for change in (row.preview or {}).get("diff", [])
+        if change.get("entity") == "creature" and str(change.get("id")).isdigit()
+    }
+    if not ids:
+        return set()
+    return set(
+        Creature.objects.filter(
+            campaign=campaign, pk__in=ids, kind=Creature.Kind.PC, controlled_by__isnull=False
+        ).values_list("controlled_by_id", flat=True)
+    )
+
+
+# A turn the GM has yet to answer: queued, or running or paused on the held call it made.
+WAITING_TURNS = (Turn.Status.QUEUED, Turn.Status.RUNNING, Turn.Status.AWAITING_APPROVAL)
+
+
+def held_call_waiting(*, campaign: Campaign) -> dict[str, Any] | None:
+    """What the campaign's waiting turns wait for while a call is held (docs/api.md#paths, a
+    turn's `waiting`): the oldest call still awaiting approval, on a turn not undone — {for:
+    "approval", invocation, tool_name, turn (the paused turn), on (who may approve it: the
+    owner and the co-GMs, the call's own player aside unless they own the table), since (when it
+    was held), expires_at} — or None. A paused turn holds its campaign's place, so every later
+    queued turn waits for this same answer. Two queries, three when a call is held."""
+    row = (
+        ToolInvocation.objects.filter(
+            campaign=campaign,
+            status=ToolInvocation.Status.AWAITING_APPROVAL,
+            turn__reverted_at__isnull=True,
+            # A GM turn holding its campaign's place (gm.tasks.HOLDING); an agent's call held in
+            # an open turn holds nobody up.
+            turn__status__in=(Turn.Status.RUNNING, Turn.Status.AWAITING_APPROVAL),
+        )
+        .order_by("sequence")
+        .values("pk", "tool_name", "turn_id", "user_id", "created_at")
+        .first()
+    )
+    if row is None:
+        return None
+    granted = set(
+        CampaignUserObjectPermission.objects.filter(
+            content_object=campaign, permission__codename="revert_any_turn"
+        ).values_list("user_id", flat=True)
+    )
+    on = [
+        name
+        for user_id, name in Membership.objects.filter(campaign=campaign)
+        .order_by("joined_at", "pk")
+        .values_list("user_id", "user__username")
+        if user_id == campaign.owner_id or (user_id in granted and user_id != row["user_id"])
+    ]
+    return {
+        "for": "approval",
+        "invocation": str(row["pk"]),
+        "tool_name": row["tool_name"],
+        "turn": row["turn_id"],
+        "on": on,
+        "since": row["created_at"],
+        "expires_at": row["created_at"] + timedelta(seconds=campaign.approval_timeout),
+    }
+
+
+def turn_waiting(turn: Turn, held: dict[str, Any] | None) -> dict[str, Any] | None:
+    """`held_call_waiting`'s answer for one turn: a turn the GM has yet to answer, not undone,
+    waits while a call is held — its own (the turn runs until it pauses on it, then waits), or
+    an earlier turn's, whose place it holds (queued behind it)."""
+    if held is None or turn.reverted_at is not None or turn.status not in WAITING_TURNS:
+        return None
+    if turn.pk == held["turn"]:
+        return held
+    return held if turn.status == Turn.Status.QUEUED and turn.pk > held["turn"] else None
 
 
 def viewer_rights(*, campaign: Campaign, user: Any) -> Rights:

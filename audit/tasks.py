@@ -8,6 +8,7 @@ from django_tasks import task
 
 from audit.models import ToolInvocation
 from audit.services.approval import invocation_expire
+from audit.services.dispatch import approval_deadline
 
 
 @task()
@@ -19,3 +20,15 @@ def expiry_schedule(sender: Any, *, row: ToolInvocation, expires_at: datetime, *
     """On `call_held` (the dispatch holding a call, in its transaction): the job that expires the
     call at its deadline, enqueued in the same transaction, so a call is never held without it."""
     expire_held_call.using(run_after=expires_at).enqueue(str(row.pk))
+
+
+def expiry_reschedule(sender: Any, *, campaign: Any, **_: Any) -> None:
+    """On `campaigns.services.approval_timeout_changed` (in the changing transaction): each call
+    of the campaign still waiting gets its expiry job at its new deadline. A job that comes too
+    early (the timeout was lengthened) schedules itself again; one that finds the call answered
+    does nothing, so the older jobs left behind are harmless."""
+    held = ToolInvocation.objects.filter(
+        campaign=campaign, status=ToolInvocation.Status.AWAITING_APPROVAL
+    )
+    for row in held:
+        expire_held_call.using(run_after=approval_deadline(row, campaign)).enqueue(str(row.pk))

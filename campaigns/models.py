@@ -40,6 +40,10 @@ class Campaign(models.Model):
         # Critical calls, and any (model, tool) pair whose recent calls keep being undone
         # (audit.policy.adaptive_approval_reason).
         ADAPTIVE = "adaptive"
+        # The default for new campaigns, chosen from the approval-fatigue count (docs/
+        # architecture.md#approval-fatigue): the ending always, a critical call on a player's
+        # character (whose player may object), and what the adaptive record holds.
+        WATCHFUL = "watchful"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     name = models.CharField(max_length=200)
@@ -60,13 +64,16 @@ class Campaign(models.Model):
     # Which tool calls wait for a human (docs/architecture.md#human-in-the-loop); changed only by
     # `campaign_set_approval_policy`, which logs each change (ApprovalPolicyChange).
     approval_policy = models.CharField(
-        max_length=24, choices=ApprovalPolicy.choices, default=ApprovalPolicy.CRITICAL
+        max_length=24, choices=ApprovalPolicy.choices, default=ApprovalPolicy.WATCHFUL
     )
     # Which GM sits at this table: one of the deployment's configured seats
     # (`gm.providers.seats`, settings GM_PROVIDERS), or blank for the deployment's default
     # (GM_PROVIDER). A name only: keys stay in the environment. Changed by the owner only,
     # through `gm.services.campaign_gm_set`.
     gm_provider = models.CharField(max_length=40, blank=True, default="")
+    # How long a held call waits for an answer before it expires, in seconds; empty: the site's
+    # APPROVAL_TIMEOUT. Written only by `campaign_set_approval_timeout` (the owner).
+    approval_timeout_seconds = models.PositiveIntegerField(null=True, blank=True)
     # Last realtime event number handed out (docs/api.md#the-live-feed-websocket); advanced under
     # the campaign row lock.
     event_seq = models.BigIntegerField(default=0, editable=False)
@@ -84,6 +91,12 @@ class Campaign(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def approval_timeout(self) -> float:
+        """Seconds a held call of this campaign waits before it expires: its own setting, else
+        the site's APPROVAL_TIMEOUT."""
+        return self.approval_timeout_seconds or settings.APPROVAL_TIMEOUT
 
 
 def campaign_key(related_name: str = "+", *, db_index: bool = True) -> models.ForeignKey:

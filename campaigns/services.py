@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.dispatch import Signal
 from django.utils import timezone
 from guardian.shortcuts import assign_perm, remove_perm
 
@@ -114,6 +115,36 @@ def _policy_set(
     return ApprovalPolicyChange.objects.create(
         campaign=campaign, by=by, from_policy=current, to_policy=policy, via=via
     )
+
+
+# Bounds of a campaign's approval timeout, in seconds: a minute to a week.
+APPROVAL_TIMEOUT_MIN, APPROVAL_TIMEOUT_MAX = 60, 7 * 24 * 3600
+# Sent in the transaction that changed a campaign's approval timeout (sender=Campaign,
+# campaign=the row): the log (a layer above) schedules its calls' expiry for the new deadline.
+approval_timeout_changed = Signal()
+
+
+def campaign_set_approval_timeout(
+    *, campaign: Campaign, by: Any, seconds: int | None, via: str, ip: str | None = None
+) -> Campaign:
+    """Set how long a held call of this campaign waits for an answer before it expires (the
+    owner; in the admin, whoever may change a campaign there, as for the policy), in seconds
+    (APPROVAL_TIMEOUT_MIN to _MAX), or None for the site's APPROVAL_TIMEOUT. Calls waiting now
+    expire at their new deadline: when they were held plus the new timeout."""
+    if seconds is not None and not APPROVAL_TIMEOUT_MIN <= seconds <= APPROVAL_TIMEOUT_MAX:
+        raise InvalidInput(
+            f"approval_timeout must be {APPROVAL_TIMEOUT_MIN} to {APPROVAL_TIMEOUT_MAX} seconds "
+            f"(a minute to a week), or null for the site's default; got {seconds!r}."
+        )
+    with recording_denials(user=by, ip=ip):
+        require_policy_setter(campaign=campaign, user=by, via=via)
+    with transaction.atomic():
+        locked = Campaign.objects.select_for_update().get(pk=campaign.pk)
+        locked.approval_timeout_seconds = seconds
+        locked.save(update_fields=["approval_timeout_seconds"])
+        approval_timeout_changed.send(sender=Campaign, campaign=locked)
+    campaign.approval_timeout_seconds = seconds
+    return campaign
 
 
 @set_up_by_owner

@@ -255,9 +255,10 @@ def fog_over_the_goblin(world: World) -> ToolInvocation:
 
 @pytest.fixture
 def at_the_default_policy(request):
-    """The test's world starts where a new campaign does, at `critical` (the test world runs at
-    `none`, so that the log's tests run their calls at once); nothing without a world. For the
-    tests of the policy itself (`pytestmark = pytest.mark.usefixtures(...)`)."""
+    """The test's world starts at `critical`, where a campaign made before `watchful` became the
+    default stands (the test world runs at `none`, so that the log's tests run their calls at
+    once); nothing without a world. For the tests of the policy itself (`pytestmark =
+    pytest.mark.usefixtures(...)`)."""
     if "world" not in request.fixturenames:
         return
     world = request.getfixturevalue("world")

@@ -147,8 +147,8 @@ def a_turn_reaches_the_table_live(port: int, lines: list[str]) -> None:
     """A demo player's page, as `make run` serves it: signed in through the API, the demo
     campaign's feed open (token header, the page's own Origin), a turn posted. The worker
     process runs the GM; its events must reach this socket on the web process. The demo table
-    approves critical calls (the default policy): the GM's hit waits until the demo GM approves
-    it, and a worker then plays the turn on."""
+    runs the default policy, `watchful`: the GM's hit on a goblin lands at once, and the ending
+    waits until the demo GM approves it, and a worker then plays that turn on."""
     base = f"http://127.0.0.1:{port}"
     token, gm_token = (token_of(base, name) for name in ("alice", "gm"))
     status, _, body = http("GET", f"{base}/api/campaigns/", token=token)
@@ -162,14 +162,20 @@ def a_turn_reaches_the_table_live(port: int, lines: list[str]) -> None:
         turns = f"{base}/api/campaigns/{campaign['id']}/turns/"
         status, _, turn = http("POST", turns, {"message": "I attack the goblin"}, token)
         assert (status, turn["status"]) == (201, "queued"), turn
-        held = feed.wait_for("approval_requested", turn["id"])
+        completed = feed.wait_for("gm_turn_completed", turn["id"])
+        status, _, ending = http("POST", turns, {"message": "We end the adventure"}, token)
+        assert (status, ending["status"]) == (201, "queued"), ending
+        held = feed.wait_for("approval_requested", ending["id"])
         approve = f"{base}/api/campaigns/{campaign['id']}/invocations/{held['invocation']}/approve/"
         status, _, body = http("POST", approve, {}, gm_token)
         assert (status, body.get("status")) == (200, "committed"), body
-        completed = feed.wait_for("gm_turn_completed", turn["id"])
+        ended = feed.wait_for("gm_turn_completed", ending["id"])
     finally:
         feed.close()
-    assert completed["data"]["status"] == "completed"
+    assert completed["data"]["status"] == ended["data"]["status"] == "completed"
+    assert not [
+        e for e in feed.events if e["type"] == "approval_requested" and e["turn"] == turn["id"]
+    ]
     kinds = [e["type"] for e in feed.events if e["turn"] == turn["id"]]
     assert {"gm_turn_started", "state_changed"} <= set(kinds)  # sent by the worker process
     seqs = [e["seq"] for e in feed.events]

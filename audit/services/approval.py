@@ -17,7 +17,6 @@ the outcome as the tool result.
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 from django.dispatch import Signal
 from django.utils import timezone
@@ -25,17 +24,17 @@ from django.utils import timezone
 from ai_tools import registry
 from audit.chain import transitions_append
 from audit.models import ApprovalAnswer, ToolInvocation
-from audit.permissions import authorize_approval, may_approve
-from audit.selectors import invocation_get
-from audit.services.common import ToolFailed, campaign_lock
-from audit.services.dispatch import approved_call_run, held_call_context
+from audit.permissions import authorize_approval, authorize_objection, may_approve
+from audit.selectors import held_call_affected_players, invocation_get
+from audit.services.common import ToolFailed, call_held, campaign_lock
+from audit.services.dispatch import approval_deadline, approved_call_run, held_call_context
 from audit.services.preview import call_preview, preview_is_stale
 from campaigns.events import ApprovalResolved
 from campaigns.models import Campaign, Source
 from campaigns.realtime import broadcast_on_commit, event
 from campaigns.security import recording_denials
 from campaigns.selectors import campaign_get_visible
-from core.errors import Conflict, StalePreview
+from core.errors import Conflict, InvalidInput, StalePreview
 
 Status = ToolInvocation.Status
 # Sent in the answering transaction, under the campaign lock: (sender=ToolInvocation,
@@ -99,10 +98,39 @@ def _refusal_words(campaign: Campaign, row: ToolInvocation, *, user: Any, reason
     return f"{user.get_username()} {'withdrew' if withdrawn else 'rejected'} this call{said}"
 
 
+def invocation_object(
+    *, campaign_id: Any, invocation_id: Any, user: Any, reason: str, ip: str | None = None
+) -> ApprovalResult:
+    """The affected player's voice: the player of a character a held critical call would change
+    objects to it, with their reason, and that rejects it (nothing in the world changes; the GM
+    reads the objection as the call's error). Letting a call run stays with the approvers.
+    Under the campaign lock like every answer, so an objection racing an approval resolves
+    once: whichever comes second finds the call answered (Conflict)."""
+    said = reason.strip()
+    if not said:
+        raise InvalidInput("Say why you object: the table and the GM read your reason.")
+    with recording_denials(user=user, ip=ip), transaction.atomic(durable=True):
+        campaign = campaign_get_visible(campaign_id=campaign_id, user=user, lock=True)
+        row = invocation_get(campaign=campaign, invocation_id=invocation_id, lock=True)
+        authorize_objection(
+            user=user,
+            campaign=campaign,
+            affected_player_ids=held_call_affected_players(campaign=campaign, row=row),
+            target=str(row.pk),
+        )
+        if row.status != Status.AWAITING_APPROVAL:
+            raise Conflict(f"This call is not waiting for approval: it is {row.status}.")
+        why = f"{user.get_username()} objected to this call: {said}"
+        _transition(campaign, row, Status.REJECTED, by=user, reason=why)
+        _resolved(row, ApprovalAnswer.REJECTED, by=user, reason=why)
+    return ApprovalResult(ApprovalAnswer.REJECTED, row)
+
+
 def invocation_expire(*, invocation_id: Any) -> str:
-    """The expiry job's work: a call still waiting when APPROVAL_TIMEOUT has passed expires;
-    one answered meanwhile stays as it was answered. Returns what happened, for the job's
-    record."""
+    """The expiry job's work: a call still waiting when its campaign's approval timeout has
+    passed expires; one answered meanwhile stays as it was answered, and one whose deadline
+    moved later (the owner lengthened the timeout) is scheduled again for it. Returns what
+    happened, for the job's record."""
     campaign_id = (
         ToolInvocation.objects.filter(pk=invocation_id)
         .values_list("campaign_id", flat=True)
@@ -115,7 +143,12 @@ def invocation_expire(*, invocation_id: Any) -> str:
         row = ToolInvocation.objects.select_for_update().get(pk=invocation_id)
         if row.status != Status.AWAITING_APPROVAL:
             return f"already {row.status}"
-        minutes = round(settings.APPROVAL_TIMEOUT / 60)
+        deadline = approval_deadline(row, campaign)
+        if timezone.now() < deadline:
+            # The owner lengthened the timeout while it waited: the job comes back then.
+            call_held.send(sender=ToolInvocation, row=row, expires_at=deadline)
+            return f"not due until {deadline.isoformat()}"
+        minutes = round(campaign.approval_timeout / 60)
         why = f"No one approved this call within {minutes} minute(s); it expired."
         _transition(campaign, row, Status.EXPIRED, by=None, reason=why)
         _resolved(row, ApprovalAnswer.EXPIRED, by=None, reason=why)

@@ -6,7 +6,6 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any, ParamSpec, TypeVar
 
-from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -129,7 +128,7 @@ def invocation_dispatch(
             checked = _refuse_if_undone_early(turn)
             powers = _powers(locked, caller=requested_by or actor, source=source)
             ctx = ToolContext(campaign=locked, actor=actor, turn=turn, powers=powers)
-            held = _held(locked, tool, model, source)
+            held = _held(locked, tool, model, source, ctx=ctx, data=input)
             if held is not None:
                 return _pause(tool, ctx, row_fields, locked, reason=held, turn_checked=checked)
             row = _new_row(row_fields, locked, status=ToolInvocation.Status.COMMITTED)
@@ -151,12 +150,14 @@ def _powers(campaign: Campaign, *, caller: Any, source: str) -> Powers:
     return Powers(gm=runs_table(campaign=campaign, user=caller), person_id=caller.pk)
 
 
-def _held(locked: Campaign, tool: WriteTool, model: str, source: str) -> str | None:
+def _held(
+    locked: Campaign, tool: WriteTool, model: str, source: str, *, ctx: ToolContext, data: Any
+) -> str | None:
     """Why the call must wait for a human, or None. A person's own hand is never held: the
     human in the loop is for what the AI (or an agent through the API) does."""
     if source == InvocationOrigin.USER:
         return None
-    return needs_approval(locked, tool, model)
+    return needs_approval(locked, tool, model, ctx=ctx, data=data)
 
 
 def _pause(
@@ -175,22 +176,24 @@ def _pause(
     preview = call_preview(tool, ctx, fields["input"], reason=reason)
     row = _new_row(fields, locked, status=ToolInvocation.Status.AWAITING_APPROVAL, preview=preview)
     requested = event(
-        approval_requested(row, actor=ctx.actor),
+        approval_requested(row, actor=ctx.actor, campaign=locked),
         source=_event_source(row.source),
         turn=row.turn_id,
         invocation=row.pk,
     )
     row.broadcast_events = broadcast_on_commit(row.campaign_id, [requested], after=locked.event_seq)
     _append(row, locked, event_seq=locked.event_seq + 1, turn_checked=turn_checked)
-    call_held.send(sender=ToolInvocation, row=row, expires_at=approval_deadline(row))
+    call_held.send(sender=ToolInvocation, row=row, expires_at=approval_deadline(row, locked))
     return row
 
 
-def approval_deadline(row: ToolInvocation) -> datetime:
-    return row.created_at + timedelta(seconds=settings.APPROVAL_TIMEOUT)
+def approval_deadline(row: ToolInvocation, campaign: Campaign | None = None) -> datetime:
+    """When a held call expires unless answered: when it was held, plus its campaign's
+    approval timeout as it stands now (the owner may change it while the call waits)."""
+    return row.created_at + timedelta(seconds=(campaign or row.campaign).approval_timeout)
 
 
-def approval_requested(row: ToolInvocation, *, actor: Any) -> ApprovalRequested:
+def approval_requested(row: ToolInvocation, *, actor: Any, campaign: Campaign) -> ApprovalRequested:
     """The held call as the approval card shows it (docs/api.md#the-live-feed-websocket)."""
     return ApprovalRequested(
         invocation=str(row.pk),
@@ -202,7 +205,7 @@ def approval_requested(row: ToolInvocation, *, actor: Any) -> ApprovalRequested:
         actor=actor.get_username(),
         reason=(row.preview or {}).get("reason", ""),
         preview=(row.preview or {}).get("diff", []),
-        expires_at=approval_deadline(row).isoformat(),
+        expires_at=approval_deadline(row, campaign).isoformat(),
     )
 
 

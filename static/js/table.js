@@ -12,6 +12,8 @@
 //   table/dice.js      rolling from the page
 //   table/setup.js     set-up and GM's-hand forms posted in the background
 //   table/approval.js  the approval card (held calls: the diff, Approve/Reject), drawn by the server
+//   table/waiting.js   turns queued behind a held call, drawn again when it is held or answered
+//   table/alerts.js    the approvers' alert: title and top-bar badge, phone banner, notification
 //
 // One renderer (docs/architecture.md): the server draws every fragment of the page; these
 // modules decide which fragment to fetch, and where it goes. None holds a copy of the game.
@@ -24,6 +26,8 @@ import "./table/map.js";
 import "./table/dice.js";
 import "./table/setup.js";
 import "./table/approval.js";
+import "./table/waiting.js";
+import "./table/alerts.js";
 import { refreshUndo, feed } from "./table/feed.js";
 import { connect } from "./table/socket.js";
 

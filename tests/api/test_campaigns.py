@@ -26,11 +26,11 @@ def test_creating_a_campaign_makes_the_caller_its_owner_with_the_revert_grant():
     assert ObjectPermissionChecker(user).has_perm("revert_any_turn", campaign)
 
 
-def test_a_campaign_created_without_a_policy_holds_critical_calls_back():
+def test_a_campaign_created_without_a_policy_starts_watchful():
     response = client_for(make_user("gm")).post("/api/campaigns/", {"name": "Ash"}, format="json")
-    assert response.status_code == 201 and response.json()["approval_policy"] == "critical"
+    assert response.status_code == 201 and response.json()["approval_policy"] == "watchful"
     campaign = Campaign.objects.get(pk=response.json()["id"])
-    assert campaign.approval_policy == Campaign.ApprovalPolicy.CRITICAL
+    assert campaign.approval_policy == Campaign.ApprovalPolicy.WATCHFUL
 
 
 @pytest.mark.parametrize("policy", Campaign.ApprovalPolicy.values)
@@ -76,7 +76,7 @@ def test_setting_the_policy_it_already_has_logs_nothing(world, as_owner):
     ("body", "detail"),
     [
         ({"approval_policy": "paranoid"}, 'approval_policy: "paranoid" is not a valid choice.'),
-        ({}, "approval_policy: This field is required."),
+        ({}, "Send approval_policy, approval_timeout or both."),
         ({"approval_policy": "none", "name": "x"}, "name: Unknown field."),
     ],
 )
@@ -124,7 +124,15 @@ def test_the_list_holds_only_the_callers_campaigns(world):
 
 def test_campaign_detail_has_exactly_the_contract_keys(world, as_player):
     body = as_player.get(campaign_url(world)).json()
-    assert set(body) == {"id", "name", "owner", "status", "approval_policy", "members"}
+    assert set(body) == {
+        "id",
+        "name",
+        "owner",
+        "status",
+        "approval_policy",
+        "approval_timeout",
+        "members",
+    }
     members = {m["username"]: m for m in body["members"]}
     assert members["cogm"] == {"username": "cogm", "role": "player", "can_revert_any": True}
     assert members["player"]["can_revert_any"] is False

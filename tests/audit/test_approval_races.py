@@ -3,6 +3,7 @@
 from typing import Any
 
 import pytest
+from django.test import override_settings
 
 from audit.chain import verify
 from audit.models import InvocationOrigin, ToolInvocation
@@ -61,6 +62,7 @@ def test_two_approvers_at_once_run_the_call_exactly_once():
     assert verify(world.campaign.pk) is None
 
 
+@override_settings(APPROVAL_TIMEOUT=1e-6)  # the expiry job is due at once
 def test_approve_racing_expiry_has_exactly_one_outcome():
     world = held_world()
     for _ in range(5):

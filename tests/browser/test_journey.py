@@ -124,6 +124,8 @@ def test_the_first_evening_from_sign_up_to_undo_from_here(asgi_server: str, gm_w
         expect(owner).to_have_url(f"{asgi_server}/campaigns/")
         journey.fits(owner)
         owner.get_by_label("Name").fill("The Drowned Bell")
+        # New campaigns start `watchful`; this owner wants every critical call approved.
+        owner.get_by_label("Approval").select_option("critical")
         owner.get_by_role("button", name="Create campaign").click()
         live(owner)
         journey.fits(owner)
@@ -195,7 +197,7 @@ def test_the_first_evening_from_sign_up_to_undo_from_here(asgi_server: str, gm_w
 
         # A turn: the friend attacks, the GM answers, both see the wolf hurt.
         send(friend, "I attack the wolf")
-        # A new campaign holds critical calls back: the GM's hit waits on a card for both; the
+        # A campaign at `critical` holds critical calls back: the GM's hit waits on a card; the
         # owner approves it, the friend (whose turn it is) may only withdraw it.
         for page in (owner, friend):
             expect(page.locator(".approval-card h3")).to_contain_text("Wolf takes")

@@ -1,5 +1,6 @@
-"""A campaign's approval policy: new campaigns hold critical calls back, existing ones keep what
-they had, and every change says who made it, from what to what."""
+"""A campaign's approval policy: new campaigns start `watchful` (the default chosen from the
+approval-fatigue count), existing ones keep what they had, and every change says who made it,
+from what to what."""
 
 import pytest
 from django.db import connection
@@ -19,9 +20,9 @@ AFTER = ("campaigns", "0005_approval_policies")
 
 
 @pytest.mark.django_db
-def test_a_new_campaign_holds_critical_calls_back():
+def test_a_new_campaign_starts_watchful():
     campaign = campaign_create(owner=make_user("gm"), name="Ash")
-    assert Campaign.objects.get(pk=campaign.pk).approval_policy == "critical"
+    assert Campaign.objects.get(pk=campaign.pk).approval_policy == "watchful"
 
 
 def test_each_change_is_logged_in_order(world: World):
@@ -74,5 +75,29 @@ def test_the_migration_keeps_the_policy_of_existing_campaigns():
     stored = dict(new.objects.values_list("pk", "approval_policy"))
     assert stored == {by_default.pk: "none", chosen.pk: "none", high.pk: "critical_and_high"}
     assert new.objects.create(name="New", owner_id=owner.pk).approval_policy == "critical"
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())
+
+
+WATCHFUL_BEFORE = ("campaigns", "0013_campaign_approval_timeout")
+WATCHFUL_AFTER = ("campaigns", "0014_campaign_default_policy_watchful")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_watchful_default_is_for_new_campaigns_only():
+    """Campaigns made while `critical` was the default keep it; new ones start `watchful`."""
+    executor = MigrationExecutor(connection)
+    executor.migrate([WATCHFUL_BEFORE])
+    old = executor.loader.project_state([WATCHFUL_BEFORE]).apps
+    owner = old.get_model("auth", "User").objects.create(username="old-gm")
+    OldCampaign = old.get_model("campaigns", "Campaign")
+    by_default = OldCampaign.objects.create(name="Defaulted", owner=owner)
+    adaptive = OldCampaign.objects.create(name="Chosen", owner=owner, approval_policy="adaptive")
+    executor = MigrationExecutor(connection)
+    executor.migrate([WATCHFUL_AFTER])
+    new = executor.loader.project_state([WATCHFUL_AFTER]).apps.get_model("campaigns", "Campaign")
+    stored = dict(new.objects.values_list("pk", "approval_policy"))
+    assert stored == {by_default.pk: "critical", adaptive.pk: "adaptive"}
+    assert new.objects.create(name="New", owner_id=owner.pk).approval_policy == "watchful"
     executor = MigrationExecutor(connection)
     executor.migrate(executor.loader.graph.leaf_nodes())

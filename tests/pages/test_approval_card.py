@@ -4,6 +4,7 @@ Approve/Reject for approvers, Withdraw for the turn's player, a waiting note for
 import re
 
 import pytest
+from django.test import override_settings
 
 from audit.services.approval import invocation_approve, invocation_expire, invocation_reject
 from campaigns.models import Creature
@@ -74,7 +75,8 @@ def answer(world, held, how: str) -> None:
     elif how == "rejected":
         invocation_reject(**ids, user=world.owner, reason="not yet")
     elif how == "expired":
-        invocation_expire(invocation_id=held.pk)
+        with override_settings(APPROVAL_TIMEOUT=1e-6):  # its deadline has passed
+            invocation_expire(invocation_id=held.pk)
 
 
 @pytest.mark.parametrize(

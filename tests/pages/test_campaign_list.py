@@ -44,18 +44,18 @@ def test_a_campaign_needs_a_name(world: World, player_client: Client):
     assert Campaign.objects.filter(owner=world.player).count() == 0
 
 
-def test_the_form_offers_every_policy_with_critical_chosen(player_client: Client):
+def test_the_form_offers_every_policy_with_watchful_chosen(player_client: Client):
     form = player_client.get("/campaigns/").context["form"]
     field = form["approval_policy"]
     assert [value for value, _ in field.field.choices] == Campaign.ApprovalPolicy.values
-    assert field.value() == "critical"
+    assert field.value() == "watchful"
 
 
 def test_a_campaign_is_created_with_the_policy_chosen(world: World, player_client: Client):
     player_client.post("/campaigns/", {"name": "Frost", "approval_policy": "adaptive"})
     assert Campaign.objects.get(name="Frost").approval_policy == "adaptive"
     player_client.post("/campaigns/", {"name": "Fire"})
-    assert Campaign.objects.get(name="Fire").approval_policy == "critical"
+    assert Campaign.objects.get(name="Fire").approval_policy == "watchful"
 
 
 def test_an_unknown_policy_is_refused_with_a_message(world: World, player_client: Client):

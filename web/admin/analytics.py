@@ -12,7 +12,13 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
-from audit.analytics import model_stats, revert_rate_by, revert_rate_by_day, tool_stats
+from audit.analytics import (
+    approval_fatigue,
+    model_stats,
+    revert_rate_by,
+    revert_rate_by_day,
+    tool_stats,
+)
 from campaigns.models import Campaign
 from web.admin.charts import bar_chart, time_chart
 from web.admin.reverting import can_read_log
@@ -73,5 +79,6 @@ def analytics_page(model_admin: Any, request: HttpRequest) -> HttpResponse:
         by_model=bar_chart(revert_rate_by(rows, "model")),
         by_tool=bar_chart(revert_rate_by(rows, "tool_name")),
         by_day=time_chart(revert_rate_by_day(**scope)),
+        fatigue=approval_fatigue(**scope),
     )
     return TemplateResponse(request, "admin/audit/analytics.html", context)

@@ -9,6 +9,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from ai_tools.tools.schema import COORD, HP
+from audit.selectors import WAITING_TURNS, held_call_waiting, turn_waiting
 from campaigns.models import (
     Campaign,
     Chapter,
@@ -20,6 +21,7 @@ from campaigns.models import (
     Turn,
 )
 from campaigns.selectors import campaign_members
+from campaigns.services import APPROVAL_TIMEOUT_MAX, APPROVAL_TIMEOUT_MIN
 from core.api.base import StrictSerializer
 
 User = get_user_model()
@@ -47,8 +49,9 @@ class UsernameField(serializers.Field):
 
 
 POLICY_HELP = (
-    "Which tool calls wait for a human: none; critical (the default); critical_and_high; "
-    "adaptive (critical, and any model and tool whose recent calls keep being undone)."
+    "Which tool calls wait for a human: none; critical; critical_and_high; adaptive (critical, "
+    "and any model and tool whose recent calls keep being undone); watchful (the default: "
+    "end_adventure always, a critical call on a player's character, and what adaptive holds)."
 )
 
 
@@ -61,8 +64,21 @@ class CampaignCreateInput(StrictSerializer):
 
 class CampaignUpdateInput(StrictSerializer):
     approval_policy = serializers.ChoiceField(
-        choices=Campaign.ApprovalPolicy.choices, help_text=POLICY_HELP
+        choices=Campaign.ApprovalPolicy.choices, required=False, help_text=POLICY_HELP
     )
+    approval_timeout = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=APPROVAL_TIMEOUT_MIN,
+        max_value=APPROVAL_TIMEOUT_MAX,
+        help_text="Seconds a held call waits for an answer before it expires (60 to 604800); "
+        "null: the site's default (APPROVAL_TIMEOUT).",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if not attrs:
+            raise serializers.ValidationError("Send approval_policy, approval_timeout or both.")
+        return attrs
 
 
 class MemberAddInput(StrictSerializer):
@@ -118,10 +134,16 @@ class TurnCreateInput(StrictSerializer):
 
 class CampaignSummarySerializer(serializers.ModelSerializer):
     owner = UsernameField()
+    approval_timeout = serializers.SerializerMethodField(
+        help_text="Seconds a held call waits for an answer before it expires."
+    )
 
     class Meta:
         model = Campaign
-        fields = ["id", "name", "owner", "status", "approval_policy"]
+        fields = ["id", "name", "owner", "status", "approval_policy", "approval_timeout"]
+
+    def get_approval_timeout(self, campaign: Campaign) -> int:
+        return round(campaign.approval_timeout)
 
 
 class MemberSerializer(serializers.Serializer):
@@ -190,6 +212,28 @@ class RevertibleSerializer(serializers.ModelSerializer):
     reverted_by = UsernameField()
 
 
+class WaitingSerializer(serializers.Serializer):
+    """What a turn the GM has yet to answer waits for while a call is held: the approval of
+    the campaign's oldest held call, on whom, since when."""
+
+    for_ = serializers.ChoiceField(
+        choices=["approval"], help_text="What it waits for: a held call's answer."
+    )
+    invocation = serializers.UUIDField(help_text="The held call.")
+    tool_name = serializers.CharField()
+    turn = serializers.IntegerField(help_text="The paused turn the call was made in.")
+    on = serializers.ListField(
+        child=serializers.CharField(), help_text="Who may approve it (usernames)."
+    )
+    since = serializers.DateTimeField(help_text="When the call was held.")
+    expires_at = serializers.DateTimeField(help_text="When it expires unless answered.")
+
+    def get_fields(self) -> dict[str, Any]:
+        fields = super().get_fields()
+        fields["for"] = fields.pop("for_")  # a Python keyword, a plain JSON name
+        return fields
+
+
 class TurnSerializer(RevertibleSerializer):
     actor = UsernameField()
     messages = MessageSerializer(many=True, read_only=True)
@@ -205,6 +249,10 @@ class TurnSerializer(RevertibleSerializer):
     redo_of = serializers.PrimaryKeyRelatedField(
         read_only=True, allow_null=True, help_text="The undone turn this one puts back exactly."
     )
+    waiting = serializers.SerializerMethodField(
+        help_text="While a call is held: what this turn (queued behind it, or paused on it) "
+        "waits for, on whom, since when; else null."
+    )
 
     class Meta:
         model = Turn
@@ -216,6 +264,7 @@ class TurnSerializer(RevertibleSerializer):
             "cancel_requested",
             "retry_of",
             "redo_of",
+            "waiting",
             "created_at",
             *Turn.REVERT_FIELDS,
             "messages",
@@ -225,6 +274,18 @@ class TurnSerializer(RevertibleSerializer):
     def get_cancel_requested(self, turn: Turn) -> bool:
         """Someone asked the GM to stop: a running turn stops at its next step."""
         return turn.cancel_requested_at is not None
+
+    @extend_schema_field(WaitingSerializer(allow_null=True))
+    def get_waiting(self, turn: Turn) -> dict[str, Any] | None:
+        """Read once per response (the context is shared by a page's turns), and only when a
+        turn of the page is one the GM has yet to answer."""
+        if turn.status not in WAITING_TURNS or turn.reverted_at is not None:
+            return None
+        cache = self.context.setdefault("held_call_waiting", {})
+        if turn.campaign_id not in cache:
+            cache[turn.campaign_id] = held_call_waiting(campaign=turn.campaign)
+        waiting = turn_waiting(turn, cache[turn.campaign_id])
+        return WaitingSerializer(waiting).data if waiting is not None else None
 
 
 # The canonical dump's tables after `campaign`, each a list of rows.

@@ -42,6 +42,9 @@ urlpatterns = [
     path(TURN + "rewind/", turns.TurnRewindView.as_view(), name="api-turn-rewind"),
     path(TURN + "rewind-plan/", turns.TurnRewindPlanView.as_view(), name="api-turn-rewind-plan"),
     path("analytics/tools/", log.ToolAnalyticsView.as_view(), name="api-analytics-tools"),
+    path(
+        "analytics/approvals/", log.ApprovalAnalyticsView.as_view(), name="api-analytics-approvals"
+    ),
     path(INVOCATIONS, log.InvocationListView.as_view(), name="api-invocations"),
     path(INVOCATION, log.InvocationDetailView.as_view(), name="api-invocation"),
     path(INVOCATION + "revert/", log.InvocationRevertView.as_view(), name="api-revert"),
@@ -50,4 +53,5 @@ urlpatterns = [
     ),
     path(INVOCATION + "approve/", log.InvocationApproveView.as_view(), name="api-approve"),
     path(INVOCATION + "reject/", log.InvocationRejectView.as_view(), name="api-reject"),
+    path(INVOCATION + "object/", log.InvocationObjectView.as_view(), name="api-object"),
 ]

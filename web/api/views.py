@@ -62,20 +62,29 @@ class CampaignDetailView(ApiView):
         return Response(s.CampaignSerializer(visible_campaign(request, campaign_id)).data)
 
     @extend_schema(
-        summary="Change the approval policy (the owner)",
+        summary="Change the approval policy or the approval timeout (the owner)",
         request=s.CampaignUpdateInput,
         responses={200: s.CampaignSerializer, **error_responses(403)},
     )
     def patch(self, request: Request, campaign_id: Any) -> Response:
         campaign = visible_campaign(request, campaign_id)
         data = validated(s.CampaignUpdateInput, request.data)
-        services.campaign_set_approval_policy(
-            campaign=campaign,
-            by=request.user,
-            policy=data["approval_policy"],
-            via=ApprovalPolicyChange.Via.API,
-            ip=client_ip(request),
-        )
+        if "approval_policy" in data:
+            services.campaign_set_approval_policy(
+                campaign=campaign,
+                by=request.user,
+                policy=data["approval_policy"],
+                via=ApprovalPolicyChange.Via.API,
+                ip=client_ip(request),
+            )
+        if "approval_timeout" in data:
+            services.campaign_set_approval_timeout(
+                campaign=campaign,
+                by=request.user,
+                seconds=data["approval_timeout"],
+                via=ApprovalPolicyChange.Via.API,
+                ip=client_ip(request),
+            )
         return Response(s.CampaignSerializer(campaign).data)
 
 

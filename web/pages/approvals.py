@@ -18,7 +18,7 @@ from django.views.decorators.http import require_GET
 
 from ai_tools.base import Names
 from audit.models import ToolInvocation
-from audit.selectors import Rights, viewer_rights
+from audit.selectors import Rights, held_call_affected_players, viewer_rights
 from audit.services.dispatch import approval_deadline
 from campaigns.models import Campaign
 from campaigns.selectors import creature_names_in, world_labels
@@ -54,10 +54,15 @@ def approval_cards(*, campaign: Campaign, rights: Rights) -> list[dict[str, Any]
         world_labels(campaign_id=campaign.pk),
         fog,
     )
-    return [_card(row, rights, names, fog) for row in held]
+    cards = [_card(row, rights, names, fog, campaign) for row in held]
+    for card, row in zip(cards, held, strict=True):
+        card["may_object"] = rights.objects(held_call_affected_players(campaign=campaign, row=row))
+    return cards
 
 
-def _card(row: ToolInvocation, rights: Rights, names: Names, fog: Fog | None) -> dict[str, Any]:
+def _card(
+    row: ToolInvocation, rights: Rights, names: Names, fog: Fog | None, campaign: Campaign
+) -> dict[str, Any]:
     """One held call as the card shows it: its tool's own words for what it would do (from the
     preview's before and after, so the numbers are the ones it would write), the reason, who
     asked; the raw fields (tool, input, the preview's field by field diff) behind "details",
@@ -80,7 +85,7 @@ def _card(row: ToolInvocation, rights: Rights, names: Names, fog: Fog | None) ->
         "actor": row.user.get_username(),
         "reason": in_words(str(preview.get("reason") or "")),
         "raw": None if hidden or not rights.gm else _raw(row, diff),
-        "expires_at": approval_deadline(row),
+        "expires_at": approval_deadline(row, campaign),
         "may_approve": rights.approves(row.user_id),
         "may_reject": rights.rejects(row.user_id),
         "own": rights.user.pk == row.user_id,

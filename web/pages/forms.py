@@ -17,6 +17,9 @@ POLICY_LABELS = {
     Campaign.ApprovalPolicy.CRITICAL: "Approve critical calls (damage, combat, the ending)",
     Campaign.ApprovalPolicy.CRITICAL_AND_HIGH: "Approve critical and high-tier calls",
     Campaign.ApprovalPolicy.ADAPTIVE: "Critical, and any model and tool that keeps being undone",
+    Campaign.ApprovalPolicy.WATCHFUL: (
+        "Watchful: the ending, blows to a player's character, and whatever keeps being undone"
+    ),
 }
 
 
@@ -48,6 +51,13 @@ class GMSeatForm(forms.Form):
     def __init__(self, *args: Any, seats: dict[str, Any], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["provider"].choices = [(name, seat.label) for name, seat in seats.items()]
+
+
+class ApprovalTimeoutInput(StrictSerializer):
+    """The page's approval-timeout form: the API's `approval_timeout` (docs/api.md#paths) in
+    whole minutes, a minute to a week."""
+
+    minutes = serializers.IntegerField(min_value=1, max_value=7 * 24 * 60)
 
 
 WHOLE_NUMBER = re.compile(r"[+-]?[0-9]{1,9}")

@@ -15,14 +15,17 @@ from django.utils import timezone
 
 from audit.models import InvocationOrigin, SkipReason, ToolInvocation
 from audit.selectors import (
+    WAITING_TURNS,
     Rights,
     call_answers,
     call_concealed,
     calls_outside_turns,
+    held_call_waiting,
     later_turn_actors,
     log_fog,
     logged_calls,
     turn_feed,
+    turn_waiting,
 )
 from audit.services.revert import turn_undo_plan
 from audit.services.rewind import turn_rewind_plan
@@ -170,7 +173,20 @@ class TurnCard:
     reverted_at: datetime | None = None
     undo_onwards: bool = False  # may revert this turn and every later one (the one policy)
     undo_from_here: bool = False  # ... and there is a later one: "Undo from here" is offered
+    waiting: dict[str, Any] | None = None  # the held call it waits for (audit.selectors)
     kind = "turn"
+
+    @property
+    def waiting_text(self) -> str:
+        """The page's words for what the turn waits for, after "Waiting for approval": "the GM’s
+        modify creature call made in an earlier turn waits for gm or cogm to answer it"."""
+        if self.waiting is None:
+            return ""
+        tool = self.waiting["tool_name"].replace("_", " ")
+        own = self.waiting["turn"] == self.id
+        where = "in this turn" if own else "made in an earlier turn"
+        on = " or ".join(self.waiting["on"]) or "the GM"
+        return f"the GM’s {tool} call {where} waits for {on} to answer it"
 
     @property
     def said(self) -> str:
@@ -257,6 +273,11 @@ def feed(*, campaign: Campaign, rights: Rights, turn_id: Any = None) -> list[Tur
         labels = world_labels(campaign_id=campaign.pk)
         onwards, last = _undo_from_here(campaign=campaign, rights=rights, turns=turns)
         answers = answers_of(campaign=campaign, rows=[r for t in rows.values() for r in t])
+        held = (
+            held_call_waiting(campaign=campaign)
+            if any(t.status in WAITING_TURNS and t.reverted_at is None for t in turns)
+            else None
+        )
     views = [
         TurnCard(
             id=t.pk,
@@ -281,6 +302,7 @@ def feed(*, campaign: Campaign, rights: Rights, turn_id: Any = None) -> list[Tur
             reverted_at=t.reverted_at,
             undo_onwards=t.pk in onwards,
             undo_from_here=t.pk in onwards and t.pk != last,
+            waiting=turn_waiting(t, held),
         )
         for t in turns
     ]

@@ -27,6 +27,11 @@ urlpatterns = [
     path("campaigns/<uuid:campaign_id>/policy/", views.campaign_policy, name="campaign_policy"),
     path("campaigns/<uuid:campaign_id>/gm/", views.campaign_gm, name="campaign_gm"),
     path("help/playing/", views.help_playing, name="help_playing"),
+    path(
+        "campaigns/<uuid:campaign_id>/approval-timeout/",
+        views.campaign_approval_timeout,
+        name="campaign_approval_timeout",
+    ),
     path("campaigns/<uuid:campaign_id>/board/", views.campaign_board, name="campaign_board"),
     path("campaigns/<uuid:campaign_id>/feed/", views.campaign_feed, name="campaign_feed"),
     path(

@@ -25,7 +25,11 @@ from rest_framework import exceptions
 from audit.selectors import viewer_rights
 from campaigns.models import ApprovalPolicyChange, Campaign
 from campaigns.selectors import campaign_get_for_member, campaign_list_for_member, one_snapshot
-from campaigns.services import campaign_create, campaign_set_approval_policy
+from campaigns.services import (
+    campaign_create,
+    campaign_set_approval_policy,
+    campaign_set_approval_timeout,
+)
 from core.api.base import client_ip
 from core.errors import Forbidden, InvalidInput, NotFound
 from gm.providers import seat_of, seats
@@ -36,8 +40,10 @@ from web.negotiation import wants_json
 from web.pages import presenters
 from web.pages.forms import (
     ApprovalPolicyForm,
+    ApprovalTimeoutInput,
     CampaignForm,
     GMSeatForm,
+    as_json,
     posted_fields,
     refused,
 )
@@ -124,6 +130,7 @@ def campaign_detail(request: HttpRequest, campaign_id: Any) -> HttpResponse:
         context["policy_form"] = ApprovalPolicyForm(initial=policy)
         seat = {"provider": context["gm_seat"].name}
         context["gm_form"] = GMSeatForm(initial=seat, seats=seats())
+    context["approval_timeout_minutes"] = round(campaign.approval_timeout / 60)
     return render(request, "campaigns/detail.html", context)
 
 
@@ -163,6 +170,23 @@ def campaign_policy(request: HttpRequest, campaign_id: Any) -> HttpResponse:
         campaign=campaign,
         by=request.user,
         policy=data["approval_policy"],
+        via=ApprovalPolicyChange.Via.PAGE,
+        ip=client_ip(request),
+    )
+    return redirect("campaign_detail", campaign_id=campaign.pk)
+
+
+@signed_in
+@require_POST
+def campaign_approval_timeout(request: HttpRequest, campaign_id: Any) -> HttpResponse:
+    """The owner sets how long a held call waits before it expires, in minutes: the API's
+    `PATCH … {approval_timeout}` in seconds, by the same service and its refusals."""
+    campaign = member_campaign(request, campaign_id)
+    data = validated(ApprovalTimeoutInput, as_json(ApprovalTimeoutInput, posted_fields(request)))
+    campaign_set_approval_timeout(
+        campaign=campaign,
+        by=request.user,
+        seconds=data["minutes"] * 60,
         via=ApprovalPolicyChange.Via.PAGE,
         ip=client_ip(request),
     )

@@ -26,9 +26,11 @@ on("resynced", redraw);
 slot.addEventListener("submit", async (event) => {
   event.preventDefault();
   const form = event.target;
-  const action = event.submitter?.value === "approve" ? "approve" : "reject";
+  // Approve, reject (withdraw) or, for the affected player, object (with a reason).
+  const asked = event.submitter?.value;
+  const action = asked === "approve" || asked === "object" ? asked : "reject";
   const error = form.querySelector(".approval-error");
-  const body = action === "reject" ? { reason: form.elements.reason.value } : {};
+  const body = action === "approve" ? {} : { reason: form.elements.reason.value };
   for (const button of form.querySelectorAll("button")) button.disabled = true;
   error.hidden = true;
   try {
@@ -36,7 +38,7 @@ slot.addEventListener("submit", async (event) => {
     if (!response.ok) {
       const text = await problem(response);
       await redraw(); // a stale preview comes back fresh; an answered call goes
-      const again = slot.querySelector(`form[data-invocation="${form.dataset.invocation}"] .approval-error`);
+      const again = slot.querySelector(`form.${form.classList.contains("objection") ? "objection" : "approval-answer:not(.objection)"}[data-invocation="${form.dataset.invocation}"] .approval-error`);
       if (again) {
         again.textContent = text;
         again.hidden = false;

@@ -179,6 +179,12 @@ class RejectInput(StrictSerializer):
     reason = serializers.CharField(max_length=1000, required=False, default="", allow_blank=True)
 
 
+class ObjectInput(StrictSerializer):
+    reason = serializers.CharField(
+        max_length=1000, help_text="Why the player objects: shown to the table and the GM."
+    )
+
+
 class ApprovalResultSerializer(serializers.Serializer):
     """Approved: `status` is how the call ran (`committed`, or `failed` if its tool refused
     the world as it now is), with its `result` or `detail`; rejected: `rejected`."""
@@ -323,6 +329,31 @@ class ModelStatsSerializer(serializers.Serializer):
     median_turn_ms = serializers.IntegerField(allow_null=True)
     tokens_in = serializers.IntegerField(allow_null=True)
     tokens_out = serializers.IntegerField(allow_null=True)
+
+
+class ApproverStatsSerializer(serializers.Serializer):
+    """How one person answered held calls: `approve_rate` is approved / answered; the times
+    run from the call being held to the answer."""
+
+    approver = serializers.CharField()
+    answered = serializers.IntegerField()
+    approved = serializers.IntegerField()
+    rejected = serializers.IntegerField()
+    approve_rate = serializers.FloatField()
+    median_seconds = serializers.FloatField()
+    mean_seconds = serializers.FloatField()
+
+
+class ApprovalFatigueSerializer(serializers.Serializer):
+    """The approval-fatigue measure: the prompts the policy asked (calls held, answered or
+    waiting), per GM turn, and each approver's answers."""
+
+    prompts = serializers.IntegerField()
+    awaiting = serializers.IntegerField()
+    expired = serializers.IntegerField()
+    turns = serializers.IntegerField(help_text="Turns the GM was asked to answer.")
+    prompts_per_turn = serializers.FloatField()
+    approvers = ApproverStatsSerializer(many=True)
 
 
 class ToolStatsSerializer(serializers.Serializer):

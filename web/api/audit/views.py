@@ -16,7 +16,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from audit import services
-from audit.analytics import analytics_scope, model_stats, tool_stats
+from audit.analytics import analytics_scope, approval_fatigue, model_stats, tool_stats
 from audit.selectors import calls_concealed, invocation_get, invocation_list, viewer_rights
 from audit.services import approval
 from core.api.base import (
@@ -119,6 +119,16 @@ class InvocationRejectView(HeldCallAnswerView):
 
     service = staticmethod(approval.invocation_reject)
     input_serializer = s.RejectInput
+
+
+@held_call_answer_schema("Object to a held critical call against your character")
+class InvocationObjectView(HeldCallAnswerView):
+    """The affected player's voice: the player of a character a held critical call would change
+    objects, with their reason, and the call is rejected (nothing changes; the GM reads the
+    objection). Anyone else is 403 (recorded); an answered call is 409."""
+
+    service = staticmethod(approval.invocation_object)
+    input_serializer = s.ObjectInput
 
 
 class RevertActionView(ApiView):
@@ -226,3 +236,28 @@ class ToolAnalyticsView(ApiView):
             return Response(s.ModelStatsSerializer(models, many=True).data)
         rows = tool_stats(campaign_ids=campaign_ids, since=since)
         return Response(s.ToolStatsSerializer(rows, many=True).data)
+
+
+@extend_schema(tags=["analytics"])
+class ApprovalAnalyticsView(ApiView):
+    """The approval-fatigue measure (docs/architecture.md#approval-fatigue): how many prompts
+    the policy asked per GM turn, and per approver the approve rate and the time to decide.
+    The same scope and refusals as `/api/analytics/tools/`."""
+
+    @extend_schema(
+        summary="Approval prompts per turn, and each approver's approve rate and time to decide",
+        parameters=[s.AnalyticsQuery],
+        responses={200: s.ApprovalFatigueSerializer, **error_responses(403)},
+    )
+    def get(self, request: Request) -> Response:
+        query = s.AnalyticsQuery(data=request.query_params.dict())
+        query.is_valid(raise_exception=True)
+        campaign_ids = analytics_scope(
+            user=request.user,
+            campaign_id=query.validated_data.get("campaign"),
+            ip=client_ip(request),
+        )
+        figures = approval_fatigue(
+            campaign_ids=campaign_ids, since=query.validated_data.get("since")
+        )
+        return Response(s.ApprovalFatigueSerializer(figures).data)
