@@ -115,3 +115,12 @@ def _typed(schema: dict[str, Any], value: str) -> Any:
     if kind == "array" and schema.get("items", {}).get("type") == "string":
         return [part.strip() for part in value.split(",") if part.strip()]
     return value
+
+
+class MapInput(StrictSerializer):
+    """The battle map's settings form: its grid (cols × rows) and whether to take its background
+    away; the image itself is the form's file (`background`)."""
+
+    cols = serializers.IntegerField(required=False)
+    rows = serializers.IntegerField(required=False)
+    remove_background = serializers.BooleanField(required=False, default=False)

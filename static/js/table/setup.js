@@ -3,6 +3,7 @@
 // they change reaches every open page, this one included, as events, and the board (with the
 // forms' choices and the member list) is drawn again by the server (board.js).
 
+import { onPart } from "./board.js";
 import { $, UNREACHABLE, csrfToken, problem, show } from "./http.js";
 
 function showError(form, text) {
@@ -41,9 +42,16 @@ async function submit(form, submitter) {
   }
 }
 
-for (const form of document.querySelectorAll("form.setup-form")) {
-  form.addEventListener("submit", (event) => {
-    event.preventDefault();
-    submit(form, event.submitter);
-  });
-}
+// Listened to on the document: the combat tracker's GM buttons come and go with each redraw.
+document.addEventListener("submit", (event) => {
+  const form = event.target.closest("form.setup-form");
+  if (!form) return;
+  event.preventDefault();
+  submit(form, event.submitter);
+});
+
+// "Your character" is redrawn only when the number of your characters changes (the form gives
+// way to your character once you have one), so a name being typed survives other changes.
+onPart("character", (old, fresh) => {
+  if (old.dataset.mine !== fresh.dataset.mine) old.replaceWith(fresh);
+});
