@@ -362,6 +362,9 @@ def _background_url(campaign: Campaign) -> str:
     return reverse("campaign_map_background", args=[campaign.pk]) + f"?v={version}"
 
 
+INVITE_LENGTHS = [("24", "1 day"), ("72", "3 days"), ("168", "7 days"), ("720", "30 days")]
+
+
 @dataclass
 class InviteCard:
     id: int
@@ -402,6 +405,9 @@ def setup(*, campaign: Campaign, rights: Rights, state: dict[str, Any]) -> dict[
         "options": boards.options(state, members),
         "errors": {},
         "new_invite_url": "",
+        "invite_lengths": INVITE_LENGTHS,
+        # The invite form's values: the defaults, or what the owner chose for the last link.
+        "invite_values": {"expires_in_hours": "72", "max_uses": "1"},
     }
 
 

@@ -67,6 +67,8 @@ def _answer(
         rights = viewer_rights(campaign=campaign, user=request.user)
         context = presenters.table(campaign=campaign, rights=rights)
         context["setup"]["new_invite_url"] = body["invite_url"]
+        chosen = {name: request.POST.get(name, "") for name in ("expires_in_hours", "max_uses")}
+        context["setup"]["invite_values"] = chosen  # the next link starts from the same choice
         return render(request, "campaigns/detail.html", context, status=201)
     return redirect(reverse("campaign_detail", args=[campaign.pk]) + f"#{form}")
 
@@ -204,12 +206,14 @@ def map_background(request: HttpRequest, campaign_id: Any) -> HttpResponse:
     return response
 
 
-@signed_in
 @require_http_methods(["GET", "POST"])
 def invite_accept(request: HttpRequest, token: str) -> HttpResponse:
-    """The invite link: its page names the campaign and who runs it, and joining is a POST (a
-    link preview or a prefetch must not make anyone a member). An unknown, expired, revoked or
+    """The invite link: its page names the campaign and who invited you — signed out too, with
+    "Sign up to join" and "Sign in" leading back here — and joining is a POST, signed in (a link
+    preview or a prefetch must not make anyone a member). An unknown, expired, revoked or
     used-up link gets a page saying so, with its status (404, 410); a script, the API's JSON."""
+    if not request.user.is_authenticated and (request.method == "POST" or wants_json(request)):
+        return signed_in(invite_accept)(request, token)  # to the sign-in page, or a 401
     try:
         if request.method == "POST":
             membership = services.invite_accept(token=token, user=request.user)
@@ -220,4 +224,6 @@ def invite_accept(request: HttpRequest, token: str) -> HttpResponse:
             raise
         context = {"refusal": exc.detail}
         return render(request, "campaigns/invite.html", context, status=exc.status_code)
-    return render(request, "campaigns/invite.html", {"invite": invite, "member": member})
+    inviter = invite.created_by or invite.campaign.owner
+    context = {"invite": invite, "member": member, "inviter": inviter.get_username()}
+    return render(request, "campaigns/invite.html", context)

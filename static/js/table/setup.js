@@ -11,12 +11,29 @@ function showError(form, text) {
   if (error) show(error, Boolean(text), text);
 }
 
-// A new invite link exists only in this answer (the server keeps its hash): shown once, here.
+// A new invite link exists only in this answer (the server keeps its hash): shown once, here,
+// with a button that copies it.
 function showInvite(form, url) {
   const shown = $(".invite-new", form.parentElement);
   $(".invite-url", shown).value = url;
+  $(".invite-copied", shown).textContent = "";
   shown.hidden = false;
 }
+
+document.addEventListener("click", async (event) => {
+  const button = event.target.closest(".invite-copy");
+  if (!button) return;
+  const shown = button.closest(".invite-new");
+  const field = $(".invite-url", shown);
+  let said = "Copied: paste it to your friends.";
+  try {
+    await navigator.clipboard.writeText(field.value);
+  } catch {
+    field.select(); // no clipboard access (an insecure origin): the link is selected to copy
+    said = document.execCommand("copy") ? said : "Selected: press Ctrl+C (⌘C) to copy it.";
+  }
+  $(".invite-copied", shown).textContent = said;
+});
 
 async function submit(form, submitter) {
   showError(form, "");
@@ -32,7 +49,8 @@ async function submit(form, submitter) {
       showError(form, await problem(response));
       return;
     }
-    form.reset();
+    // The invite form keeps its choices (how long, how many) for the next link.
+    if (form.dataset.form !== "invites") form.reset();
     const body = await response.json();
     if (body.invite_url) showInvite(form, body.invite_url);
   } catch {
