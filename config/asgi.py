@@ -45,6 +45,7 @@ django_asgi_app = OneHopASGIHandler()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from config.channel_layer import close_when_daphne_stops  # noqa: E402
 from web.routing import websocket_urlpatterns  # noqa: E402
 from web.ws_auth import websocket_stack  # noqa: E402
 
@@ -54,5 +55,6 @@ application = ProtocolTypeRouter(
         "websocket": websocket_stack(URLRouter(websocket_urlpatterns)),
     }
 )
+close_when_daphne_stops()
 
 gc.freeze()
