@@ -12,6 +12,7 @@
 //   table/dice.js      rolling from the page
 //   table/setup.js     set-up and GM's-hand forms posted in the background
 //   table/approval.js  the approval card (held calls: the diff, Approve/Reject), drawn by the server
+//   table/attention.js the chip that brings an unseen reply, message or approval card into view
 //
 // One renderer (docs/architecture.md): the server draws every fragment of the page; these
 // modules decide which fragment to fetch, and where it goes. None holds a copy of the game.
@@ -24,6 +25,7 @@ import "./table/map.js";
 import "./table/dice.js";
 import "./table/setup.js";
 import "./table/approval.js";
+import "./table/attention.js";
 import { refreshUndo, feed } from "./table/feed.js";
 import { connect } from "./table/socket.js";
 
