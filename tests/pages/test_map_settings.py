@@ -291,3 +291,19 @@ def test_a_player_with_a_character_sees_it_and_a_second_is_an_explicit_choice(wo
     assert ">Create a second character</button>" in panel
     assert ">Create my character</button>" not in panel
     assert panel.index("<details") < panel.index("<form")
+
+
+def test_the_owners_creature_form_leaves_the_place_to_the_free_cell(world: World):
+    html = page(world, world.owner)
+    assert '<input name="x" type="number" min="0" placeholder="free cell">' in html
+    owner = signed_in(world.owner)
+    for name in ("Bat", "Rat"):
+        form = {"kind": "monster", "name": name, "hp": "3", "max_hp": "3", "x": "", "y": ""}
+        assert owner.post(url(world, "creatures/"), form, **JSON).status_code == 201
+    cells = dict(
+        (n, (x, y))
+        for n, x, y in Creature.objects.filter(name__in=["Bat", "Rat"]).values_list(
+            "name", "x", "y"
+        )
+    )
+    assert cells == {"Bat": (1, 0), "Rat": (0, 1)}
