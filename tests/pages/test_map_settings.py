@@ -307,3 +307,10 @@ def test_the_owners_creature_form_leaves_the_place_to_the_free_cell(world: World
         )
     )
     assert cells == {"Bat": (1, 0), "Rat": (0, 1)}
+
+
+def test_kinds_read_pc_npc_and_monster(world: World):
+    html = page(world, world.owner)
+    for value, label in (("pc", "PC"), ("npc", "NPC"), ("monster", "Monster")):
+        assert f'<option value="{value}"' in html and f">{label}</option>" in html
+    assert ">Pc<" not in html and ">Npc<" not in html
