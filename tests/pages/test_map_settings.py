@@ -273,24 +273,35 @@ def test_next_turn_and_end_combat_run_the_tools_as_the_gms_own_hand(world: World
 # ---- the character form gives way to "your character" ------------------------------------------
 
 
-def test_a_player_without_a_character_is_offered_the_form(world: World):
+def character_panel(html: str) -> str:
+    return re.search(r'<section class="panel setup-panel" id="character".*?</section>', html, re.S)[
+        0
+    ]
+
+
+def test_a_player_without_a_character_is_offered_the_form_open(world: World):
     world.campaign.memberships.create(user=world.outsider)
-    html = page(world, world.outsider)
-    assert ">Create my character</button>" in html
-    assert "Make another character" not in html
+    panel = character_panel(page(world, world.outsider))
+    assert '<div class="my-characters" data-part="character" data-mine="0"></div>' in panel
+    assert '<details class="setup-block character-new" open>' in panel
+    assert ">Create my character</button>" in panel
 
 
 def test_a_player_with_a_character_sees_it_and_a_second_is_an_explicit_choice(world: World):
-    html = page(world, world.player)
-    panel = re.search(
-        r'<section class="panel setup-panel" id="character".*?</section>', html, re.S
-    )[0]
-    assert 'data-mine="1"' in panel
-    assert "<strong>Thorin</strong>" in panel
+    panel = character_panel(page(world, world.player))
+    assert 'data-part="character" data-mine="1"><ul><li><strong>Thorin</strong>' in panel
+    assert '<details class="setup-block character-new">' in panel  # folded: asked for
     assert "<summary>Make another character</summary>" in panel
     assert ">Create a second character</button>" in panel
-    assert ">Create my character</button>" not in panel
-    assert panel.index("<details") < panel.index("<form")
+    assert panel.index('data-part="character"') < panel.index("<details") < panel.index("<form")
+
+
+def test_the_board_fragment_redraws_the_players_characters_not_their_form(world: World):
+    fragment = signed_in(world.player).get(url(world, "board/")).content.decode()
+    assert 'data-part="character" data-mine="1"><ul><li><strong>Thorin</strong>' in fragment
+    assert 'data-form="creatures"' not in fragment
+    owners = signed_in(world.owner).get(url(world, "board/")).content.decode()
+    assert 'data-part="character"' not in owners
 
 
 def test_the_owners_creature_form_leaves_the_place_to_the_free_cell(world: World):

@@ -68,8 +68,16 @@ document.addEventListener("submit", (event) => {
   submit(form, event.submitter);
 });
 
-// "Your character" is redrawn only when the number of your characters changes (the form gives
-// way to your character once you have one), so a name being typed survives other changes.
+// "Your character": the list of this person's characters is a board part; once they have one,
+// the form gives way to it, folded under "Make another character" (an explicit choice), its
+// button saying which (both words are the server's).
 onPart("character", (old, fresh) => {
-  if (old.dataset.mine !== fresh.dataset.mine) old.replaceWith(fresh);
+  const [before, now] = [Number(old.dataset.mine), Number(fresh.dataset.mine)];
+  old.replaceWith(fresh);
+  if (before === now) return;
+  const details = $("#character .character-new");
+  if (!details) return;
+  if (before === 0) details.open = false;
+  const button = $("button[type=submit]", details);
+  button.textContent = now ? button.dataset.more : button.dataset.first;
 });
