@@ -91,7 +91,8 @@ def test_background_refused_drag_stack_picker_and_the_gms_next_turn(
         if size == "phone":
             assert_no_sideways_scroll(player)
 
-        # The GM's Next turn: the tracker moves on for everyone.
+        # The GM's Next turn: the tracker moves on for everyone; players have no such button.
+        expect(player.get_by_role("button", name="Next turn")).to_have_count(0)
         current = "#combat .initiative li.current .combatant"
         expect(player.locator(current)).to_have_text("Thorin")
         next_turn = owner.get_by_role("button", name="Next turn")
@@ -102,7 +103,7 @@ def test_background_refused_drag_stack_picker_and_the_gms_next_turn(
         press(owner, owner.get_by_role("button", name="End combat"), size)
         for page in (owner, player):
             expect(page.locator("#combat")).to_contain_text("No fight right now.")
-        expect(owner.get_by_role("button", name="Next turn")).to_have_count(0)
+        expect(owner.get_by_role("button", name="Next turn")).to_be_hidden()  # no fight: none
         screenshot(player, f"{shots}/05-combat-over.png")
 
     rows = ToolInvocation.objects.filter(source=InvocationOrigin.USER).order_by("sequence")
