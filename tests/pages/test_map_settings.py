@@ -210,7 +210,9 @@ def test_a_plain_post_of_a_bad_image_shows_the_page_with_the_refusal(world: Worl
         url(world, "map/"), {"background": upload("x.png", b"nope")}
     )
     assert response.status_code == 422
-    assert "That file is not an image this map takes" in response.content.decode()
+    html = response.content.decode()
+    assert '<details class="setup-block" id="map-settings" open>' in html  # the refusal shows
+    assert "That file is not an image this map takes" in html
 
 
 def test_the_gm_takes_the_background_away(world: World):
