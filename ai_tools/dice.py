@@ -13,7 +13,9 @@ from campaigns.services import dice_roll_record
 
 # ASCII only: without the flag `\d` takes every script's digits ("１d６", "٢d٦", which int() reads
 # as 1d6 and 2d6) and `\s` every space, and the formula would be kept and shown as typed.
-DICE = re.compile(r"^\s*(\d{0,2})d(\d{1,3})\s*([+-]\s*\d{1,4})?\s*$", re.ASCII)
+# Counts and sides are read with more digits than the limits allow, so "100d100" is refused for
+# its size, in the limits' words, not as unreadable.
+DICE = re.compile(r"^\s*(\d{0,6})d(\d{1,6})\s*([+-]\s*\d{1,4})?\s*$", re.ASCII)
 
 
 def roll(expression: str, rng: random.Random) -> dict[str, Any]:

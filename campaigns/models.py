@@ -84,6 +84,10 @@ class Campaign(models.Model):
     # chain it walks.
     log_sequence = models.BigIntegerField(default=0, editable=False)
     log_head = models.CharField(max_length=64, blank=True, default="", editable=False)
+    # The battle map's grid (docs/architecture.md#the-battle-map): fixed until the GM sets it
+    # (`campaign_map_set`); tokens never make it grow.
+    map_cols = models.PositiveSmallIntegerField(default=16)
+    map_rows = models.PositiveSmallIntegerField(default=10)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -179,9 +183,9 @@ class Membership(models.Model):
 
 class Creature(models.Model):
     class Kind(models.TextChoices):
-        PC = "pc"
-        NPC = "npc"
-        MONSTER = "monster"
+        PC = "pc", "PC"
+        NPC = "npc", "NPC"
+        MONSTER = "monster", "Monster"
 
     campaign = campaign_key("creatures")
     name = models.CharField(max_length=100)
@@ -221,6 +225,26 @@ class Creature(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class MapBackground(models.Model):
+    """The battle map's background image, uploaded by the GM (`campaign_map_set`): the bytes
+    in the database (no process keeps files of its own), the content type its own header
+    proves (`campaigns.images.sniff`), served to members only."""
+
+    campaign = models.OneToOneField(
+        Campaign, primary_key=True, on_delete=models.CASCADE, related_name="map_background"
+    )
+    content_type = models.CharField(max_length=32)
+    data = models.BinaryField()
+    width = models.PositiveIntegerField()
+    height = models.PositiveIntegerField()
+    version = models.PositiveIntegerField(default=1)
+    uploaded_by = models.ForeignKey(User, null=True, on_delete=models.SET_NULL, related_name="+")
+    uploaded_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.content_type} {self.width}×{self.height}"
 
 
 class Resource(models.Model):

@@ -23,6 +23,7 @@ from campaigns.models import (
     GMMemory,
     InventoryItem,
     Invite,
+    MapBackground,
     Membership,
     Resource,
     ResourceEvent,
@@ -138,6 +139,40 @@ def campaign_state_at_seq(campaign: Campaign, *, sight: Sight) -> dict[str, Any]
     with one_snapshot():
         seq = campaign_event_seq(campaign_id=campaign.pk)
         return {"seq": seq, **state_seen(campaign_state(campaign), sight)}
+
+
+def nearest_free(
+    occupied: set[tuple[int, int]], *, near: tuple[int, int], cols: int, rows: int
+) -> tuple[int, int]:
+    """The cell of the cols × rows grid nearest `near` (in moves of a token: rings of cells
+    around it, then row, then column) that holds no token; `near` itself when every cell is
+    taken."""
+    nx, ny = near
+    free = (
+        (max(abs(x - nx), abs(y - ny)), y, x)
+        for y in range(rows)
+        for x in range(cols)
+        if (x, y) not in occupied
+    )
+    best = min(free, default=None)
+    return (best[2], best[1]) if best else near
+
+
+def map_free_cell(*, campaign: Campaign, near: tuple[int, int] = (0, 0)) -> tuple[int, int]:
+    """Where a new token goes: the free cell of the campaign's grid nearest `near`."""
+    occupied = set(Creature.objects.filter(campaign_id=campaign.pk).values_list("x", "y"))
+    return nearest_free(occupied, near=near, cols=campaign.map_cols, rows=campaign.map_rows)
+
+
+def map_background_version(*, campaign: Campaign) -> int | None:
+    """The background's version (the page's cache key), None without one; the bytes stay put."""
+    rows = MapBackground.objects.filter(campaign_id=campaign.pk).values_list("version", flat=True)
+    return rows.first()
+
+
+def map_background_get(*, campaign: Campaign) -> Any:
+    """The map's background image; NotFound when it has none."""
+    return get_or_not_found(MapBackground.objects.all(), campaign_id=campaign.pk)
 
 
 def _campaign_get(*, lock: bool, **filters: Any) -> Campaign:

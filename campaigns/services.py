@@ -20,6 +20,7 @@ from django.utils import timezone
 from guardian.shortcuts import assign_perm, remove_perm
 
 from campaigns.events import DiceRolled, Event, MemberAdded, MessageCreated, StateChanged
+from campaigns.images import sniff
 from campaigns.models import (
     ApprovalPolicyChange,
     Campaign,
@@ -30,6 +31,7 @@ from campaigns.models import (
     Dungeon,
     Episode,
     Invite,
+    MapBackground,
     Membership,
     Resource,
     SecurityEvent,
@@ -37,13 +39,14 @@ from campaigns.models import (
     Turn,
 )
 from campaigns.permissions import (
+    require_gm,
     require_may_create_creature,
     require_owner,
     require_policy_setter,
 )
 from campaigns.realtime import broadcast_on_commit, event
 from campaigns.security import denial_record, recording_denials
-from campaigns.selectors import campaign_get_for_member, invite_get_usable
+from campaigns.selectors import campaign_get_for_member, invite_get_usable, map_free_cell
 from campaigns.visibility import Sight, sight_of
 from core.errors import Conflict, Forbidden, InvalidInput, NotFound
 
@@ -223,9 +226,11 @@ def _creature_create(
     max_hp: int,
     controlled_by: Any = None,
     added_by: Any = None,
-    x: int = 0,
-    y: int = 0,
+    x: int | None = None,
+    y: int | None = None,
 ) -> Creature:
+    """A creature placed where asked, or, without a position, on the map's free cell nearest
+    its top-left corner (`map_free_cell`): new tokens never land stacked on one another."""
     if not 0 <= hp <= max_hp:
         raise InvalidInput("hp must be between 0 and max_hp.")
     if controlled_by is not None and kind != Creature.Kind.PC:
@@ -235,6 +240,8 @@ def _creature_create(
         and not Membership.objects.filter(campaign=campaign, user=controlled_by).exists()
     ):
         raise InvalidInput("The controlling player must be a member of the campaign.")
+    if x is None or y is None:
+        x, y = map_free_cell(campaign=campaign, near=(x or 0, y or 0))
     creature = Creature.objects.create(
         campaign=campaign,
         name=name,
@@ -250,6 +257,80 @@ def _creature_create(
     shown = [f"{n}_id" if n == "controlled_by" else n for n in Creature.SHOWN]
     _row_added(campaign.pk, "creature", {"id": creature.pk, **_values(creature, shown)})
     return creature
+
+
+MAP_MIN_SIDE, MAP_MAX_SIDE = 4, 100
+
+
+def campaign_map_set(
+    *,
+    campaign: Campaign,
+    by: Any,
+    cols: int | None = None,
+    rows: int | None = None,
+    background: bytes | None = None,
+    remove_background: bool = False,
+    ip: str | None = None,
+) -> Campaign:
+    """The GM (the owner or a co-GM: `require_gm`) sets the battle map: its grid, cols × rows
+    cells (MAP_MIN_SIDE to MAP_MAX_SIDE each), which stays as set, and its background image,
+    checked by `campaigns.images.sniff` (type by its own header, size, sides) or taken away.
+    Told to the table as a `state_changed` of the entity `map`."""
+    with recording_denials(user=by, ip=ip):
+        require_gm(campaign=campaign, user=by, action="campaign_map_set")
+    for side, value in (("cols", cols), ("rows", rows)):
+        if value is not None and not MAP_MIN_SIDE <= value <= MAP_MAX_SIDE:
+            raise InvalidInput(f"{side} must be {MAP_MIN_SIDE} to {MAP_MAX_SIDE}; got {value}.")
+    image = sniff(background) if background is not None else None
+    return _map_set(
+        campaign=campaign,
+        by=by,
+        cols=cols,
+        rows=rows,
+        image=image,
+        data=background,
+        remove=remove_background,
+    )
+
+
+@transaction.atomic
+def _map_set(
+    *, campaign: Campaign, by: Any, cols: Any, rows: Any, image: Any, data: Any, remove: bool
+) -> Campaign:
+    locked = Campaign.objects.select_for_update().get(pk=campaign.pk)
+    locked.map_cols = cols or locked.map_cols
+    locked.map_rows = rows or locked.map_rows
+    locked.save(update_fields=["map_cols", "map_rows"])
+    campaign.map_cols, campaign.map_rows = locked.map_cols, locked.map_rows
+    current = MapBackground.objects.filter(campaign=locked).first()
+    if image is not None:
+        current, _ = MapBackground.objects.update_or_create(
+            campaign=locked,
+            defaults={
+                "content_type": image.content_type,
+                "data": data,
+                "width": image.width,
+                "height": image.height,
+                "version": (current.version + 1) if current else 1,
+                "uploaded_by": by,
+            },
+        )
+    elif remove and current is not None:
+        current.delete()
+        current = None
+    _announce(
+        campaign.pk,
+        StateChanged(
+            entity="map",
+            id=str(campaign.pk),
+            fields={
+                "cols": locked.map_cols,
+                "rows": locked.map_rows,
+                "background": current.version if current else None,
+            },
+        ),
+    )
+    return locked
 
 
 def _values(row: Any, names: list[str]) -> dict[str, Any]:

@@ -47,6 +47,7 @@ django_asgi_app = OneHopASGIHandler()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from config.channel_layer import close_when_daphne_stops  # noqa: E402
 from web.mcp.app import McpEndpoint, mcp_or  # noqa: E402
 from web.routing import websocket_urlpatterns  # noqa: E402
 from web.ws_auth import websocket_stack  # noqa: E402
@@ -59,5 +60,6 @@ application = ProtocolTypeRouter(
         "lifespan": mcp_endpoint,
     }
 )
+close_when_daphne_stops()
 
 gc.freeze()

@@ -15,11 +15,15 @@ it adds to channels-lite's:
   `campaigns.realtime`) keeps one pool for the process; an `async_to_sync` call from plain sync
   code runs on a loop of its own, which closes after one message and takes its pool's
   connections and threads with it, as channels-redis does with its Redis connections;
-- expiry times are UTC, as Django stores its own datetimes, whatever the machine's time zone.
+- expiry times are UTC, as Django stores its own datetimes, whatever the machine's time zone;
+- under Daphne, the layer closes before the reactor stops (`close_when_daphne_stops`): Daphne's
+  loop is never closed, and the pool's connection threads (not daemons) would otherwise keep a
+  server with open websockets alive after Ctrl-C until honcho's SIGKILL.
 """
 
 import asyncio
 import logging
+import sys
 import types
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -95,3 +99,21 @@ class SQLiteChannelLayer(AIOSQLiteChannelLayer):
         # channels-lite passes naive local times (datetime.now()); astimezone reads them so.
         dt = datetime.now(UTC) if dt is None else dt.astimezone(UTC)
         return dt.strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def close_when_daphne_stops() -> None:
+    """Under Daphne (Twisted's asyncio reactor is running this process), close the SQLite layer
+    before the reactor shuts down: its pollers stop, its pool's connections close and their
+    threads end, so the process exits at once on SIGINT/SIGTERM. Elsewhere, nothing."""
+    if "twisted.internet.reactor" not in sys.modules:
+        return
+    from channels.layers import get_channel_layer
+    from twisted.internet import defer, reactor
+
+    def close() -> defer.Deferred | None:
+        layer = get_channel_layer()
+        if not isinstance(layer, SQLiteChannelLayer):
+            return None
+        return defer.Deferred.fromFuture(asyncio.ensure_future(layer.close()))
+
+    reactor.addSystemEventTrigger("before", "shutdown", close)

@@ -143,6 +143,19 @@ def token_of(base: str, username: str) -> str:
     return body["token"]
 
 
+def an_open_page(port: int, username: str, lines: list[str]) -> Feed:
+    """A demo player's page left open: its websocket to the demo campaign's feed, greeted."""
+    base = f"http://127.0.0.1:{port}"
+    token = token_of(base, username)
+    status, _, body = http("GET", f"{base}/api/campaigns/", token=token)
+    assert status == 200, body
+    campaigns = body["results"] if isinstance(body, dict) else body
+    [campaign] = [c for c in campaigns if c["name"] == CAMPAIGN]
+    feed = Feed(base, campaign["id"], token, origin=base)
+    wait_for(lambda: feed.events, 10, "no hello on the websocket", lines)
+    return feed
+
+
 def a_turn_reaches_the_table_live(port: int, lines: list[str]) -> None:
     """A demo player's page, as `make run` serves it: signed in through the API, the demo
     campaign's feed open (token header, the page's own Origin), a turn posted. The worker
@@ -211,13 +224,18 @@ def test_make_run_serves_a_live_table_and_ctrl_c_stops_every_process(tmp_path):
 
         a_turn_reaches_the_table_live(port, run.lines)
         log_lines_come_once(port, run.lines)
+        pages = [an_open_page(port, name, run.lines) for name in ("alice", "bob")]
 
-        os.killpg(run.process.pid, signal.SIGINT)  # Ctrl-C in the terminal
+        os.killpg(run.process.pid, signal.SIGINT)  # Ctrl-C, while two pages hold websockets
 
         run.process.wait(timeout=STOP_DEADLINE)
         wait_for(lambda: not any(map(alive, children)), STOP_DEADLINE, "a child left", run.lines)
         assert run.process.returncode == 130  # honcho: interrupted
         assert any("SIGINT received" in line for line in run.lines)
+        # Daphne stopped by itself (config.channel_layer.close_when_daphne_stops), before
+        # honcho's SIGKILL (5 s after its SIGTERM): open websockets do not hold it up.
+        assert not any("sending SIGKILL" in line for line in run.lines), run.lines[-20:]
+        assert all(page.closed.is_set() for page in pages)
         assert login_page_status(port) is None
 
 

@@ -8,6 +8,7 @@ from ai_tools.registry import register
 from ai_tools.tools.schema import CONDITIONS, COORD, DELTA, HP, ID, NAME, obj
 from ai_tools.tools.words import cell, change, listing, spoken
 from campaigns.models import Creature, InventoryItem
+from campaigns.selectors import map_free_cell
 
 
 def creature_row(logged: EntityMap, pk: Any) -> dict[str, Any]:
@@ -196,7 +197,10 @@ class SpawnCreature(WriteTool):
 
     name = "spawn_creature"
     tier = Tier.MEDIUM
-    description = "Add an NPC or monster to the scene at an optional map position."
+    description = (
+        "Add an NPC or monster to the scene at an optional map position (left out: the free "
+        "cell nearest the map's top-left corner)."
+    )
     schema = obj(
         {
             "name": NAME,
@@ -219,14 +223,18 @@ class SpawnCreature(WriteTool):
         max_hp = data.get("max_hp", max(1, data["hp"]))
         if data["hp"] > max_hp:
             raise ToolError(f"hp {data['hp']} is above max_hp {max_hp}.")
+        if "x" in data and "y" in data:
+            x, y = data["x"], data["y"]
+        else:  # no place said: the free cell nearest the one half said, never a stack
+            x, y = map_free_cell(campaign=ctx.campaign, near=(data.get("x", 0), data.get("y", 0)))
         creature = Creature.objects.create(
             campaign=ctx.campaign,
             name=data["name"],
             kind=data["kind"],
             hp=data["hp"],
             max_hp=max_hp,
-            x=data.get("x", 0),
-            y=data.get("y", 0),
+            x=x,
+            y=y,
         )
         ctx.record_created("creature", creature.pk)
         return {"creature_id": creature.pk, "name": creature.name}

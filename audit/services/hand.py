@@ -55,10 +55,16 @@ def token_move(
 ) -> ToolInvocation:
     """`by` drags `creature`'s token to (x, y) (docs/api.md#moving-a-token): a player their own
     PC, the owner and the co-GMs any (`require_may_move_token`; a refusal is recorded from
-    `ip`). The `move_token` tool with the origin `user`, so the move is logged and undoable like
+    `ip`), onto a cell of the campaign's grid (beyond it: InvalidInput, 400, no row). The
+    `move_token` tool with the origin `user`, so the move is logged and undoable like
     the GM's calls; it joins no turn, being nobody's message to the GM."""
     with recording_denials(user=by, ip=ip):
         require_may_move_token(campaign=campaign, user=by, creature=creature)
+    if x >= campaign.map_cols or y >= campaign.map_rows:
+        raise InvalidInput(
+            f"{x},{y} is off the map: it is {campaign.map_cols} columns by "
+            f"{campaign.map_rows} rows (0,0 to {campaign.map_cols - 1},{campaign.map_rows - 1})."
+        )
     return invocation_dispatch(
         campaign=campaign,
         actor=by,

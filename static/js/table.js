@@ -14,6 +14,7 @@
 //   table/approval.js  the approval card (held calls: the diff, Approve/Reject), drawn by the server
 //   table/waiting.js   turns queued behind a held call, drawn again when it is held or answered
 //   table/alerts.js    the approvers' alert: title and top-bar badge, phone banner, notification
+//   table/attention.js the chip that brings an unseen reply, message or approval card into view
 //
 // One renderer (docs/architecture.md): the server draws every fragment of the page; these
 // modules decide which fragment to fetch, and where it goes. None holds a copy of the game.
@@ -28,6 +29,7 @@ import "./table/setup.js";
 import "./table/approval.js";
 import "./table/waiting.js";
 import "./table/alerts.js";
+import "./table/attention.js";
 import { refreshUndo, feed } from "./table/feed.js";
 import { connect } from "./table/socket.js";
 

@@ -68,7 +68,7 @@ def test_list_shows_every_column_newest_first(staff_client, world, log):
         "turn_link",
         "tool_name",
         "tier",
-        "status",
+        "state",
     ]
 
 

@@ -67,6 +67,9 @@ def test_advantage_keeps_the_higher_total_and_disadvantage_the_lower(
         ("1d101", "Dice must be 1-50 dice of 2-100 sides."),
         ("1d1", "Dice must be 1-50 dice of 2-100 sides."),
         ("0d6", "Dice must be 1-50 dice of 2-100 sides."),
+        ("100d100", "Dice must be 1-50 dice of 2-100 sides."),  # too big, not unreadable
+        ("999999d6", "Dice must be 1-50 dice of 2-100 sides."),
+        ("2d100000", "Dice must be 1-50 dice of 2-100 sides."),
     ],
 )
 def test_a_formula_the_dice_cannot_roll_is_refused_and_nothing_is_kept(

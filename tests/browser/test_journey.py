@@ -139,8 +139,12 @@ def test_the_first_evening_from_sign_up_to_undo_from_here(asgi_server: str, gm_w
         journey.shot(owner, "invite-link")
 
         friend = journey.page()
-        friend.goto(link.input_value())
-        friend.get_by_role("link", name="Create an account").click()
+        friend.goto(link.input_value())  # signed out: the campaign and who invites, named
+        expect(
+            friend.get_by_text(f"{owner_name} invites you to play The Drowned Bell.")
+        ).to_be_visible()
+        journey.shot(friend, "invite-signed-out")
+        friend.get_by_role("link", name="Sign up to join").click()
         sign_up(friend, friend_name)
         expect(friend.get_by_text(f"{owner_name} invites you to play.")).to_be_visible()
         journey.fits(friend)

@@ -20,8 +20,9 @@ def live(page: Page) -> None:
 
 def friend_joins(page: Page, link: str, base_url: str) -> None:
     """The friend follows the link, signs up on the way, and takes the seat."""
-    page.goto(link)
-    page.get_by_role("link", name="Create an account").click()
+    page.goto(link)  # signed out, the link already names the campaign and who invites
+    expect(page.get_by_text("owner invites you to play Harbour Nights.")).to_be_visible()
+    page.get_by_role("link", name="Sign up to join").click()
     page.get_by_label("Username").fill("friend")
     page.get_by_label("Password", exact=True).fill("a-Long-pass-123")
     page.get_by_label("Password confirmation").fill("a-Long-pass-123")

@@ -126,3 +126,25 @@ def test_signing_out_ends_the_session_everywhere(db, client: Client):
     replay.cookies[settings.SESSION_COOKIE_NAME] = cookie
     assert replay.get("/campaigns/").status_code == 302
     assert replay.get("/api/campaigns/").status_code == 401
+
+
+def test_the_sign_up_rules_show_before_any_attempt(db, client: Client):
+    html = client.get("/accounts/signup/").content.decode()
+    assert "Up to 150 letters, digits and @ . + - _ only" in html
+    assert "at least 8 characters" in html  # the password validators' own words
+    assert "can’t be entirely numeric" in html
+    assert html.index("at least 8 characters") < html.index('name="password1"')
+    assert 'aria-describedby="id_password1_helptext"' in html
+    assert 'id="id_password1_helptext"' in html
+
+
+def test_a_refused_sign_up_keeps_what_was_typed(db, client: Client):
+    response = client.post(
+        "/accounts/signup/",
+        {"username": "newbie", "password1": "a-long-dragon-phrase-41", "password2": "other"},
+    )
+    html = response.content.decode()
+    assert "The two password fields didn’t match." in html
+    assert 'name="username" value="newbie"' in html
+    assert 'name="password1" value="a-long-dragon-phrase-41"' in html
+    assert "no-store" in response["Cache-Control"]

@@ -93,10 +93,14 @@ def test_a_players_page_board_and_feed_hold_nothing_of_a_foe_in_the_fog(
         assert creature_choices(html) == ["Thorin", "Lia", "Orc"]
 
 
-def test_a_players_grid_is_sized_by_what_they_see(world: World, dark: Turn):
+def test_a_players_grid_is_the_campaigns_and_says_nothing_of_a_token_beyond_it(
+    world: World, dark: Turn
+):
+    """The grid is the GM's (16 × 10 by default); only a token the GM's tool put beyond it
+    (the goblin at 14,11) widens the GM's drawing: never a player's, who does not see it."""
     grid = r'data-cols="(\d+)" data-rows="(\d+)"'
-    assert re.search(grid, page(world, world.player)).groups() == ("12", "8")
-    assert re.search(grid, page(world, world.owner)).groups() == ("17", "14")
+    assert re.search(grid, page(world, world.player)).groups() == ("16", "10")
+    assert re.search(grid, page(world, world.owner)).groups() == ("16", "12")
 
 
 @pytest.mark.parametrize("who", ["owner", "cogm"])

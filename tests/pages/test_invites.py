@@ -55,8 +55,17 @@ def test_a_friend_signs_up_through_the_link_and_joins_as_a_player(
 ):
     path = make_link(world, owner_client, expires_in_hours="72", max_uses="1")
     friend = Client()
-    to_login = friend.get(path)
+    signed_out = friend.get(path)  # the campaign and who invites, before any account
+    assert signed_out.status_code == 200
+    invitation = signed_out.content.decode()
+    assert "<h1>The Sunken Keep</h1>" in invitation
+    assert "owner invites you to play The Sunken Keep." in invitation
+    assert f'href="/accounts/signup/?next={path}">Sign up to join</a>' in invitation
+    assert f'href="/accounts/login/?next={path}">Sign in</a>' in invitation
+    assert 'method="post"' not in invitation  # joining takes an account
+    to_login = friend.post(path)
     assert to_login.status_code == 302 and to_login["Location"] == f"/accounts/login/?next={path}"
+    assert not Membership.objects.filter(user__username="friend").exists()
     login_page = friend.get(to_login["Location"]).content.decode()
     assert f'href="/accounts/signup/?next={path}"' in login_page
     signup = friend.post(
@@ -161,3 +170,27 @@ def test_a_link_lasts_at_most_thirty_days(world: World, owner_client: Client):
         in response.content.decode()
     )
     assert not Invite.objects.exists()
+
+
+def test_a_signed_out_visitor_of_a_spent_or_unknown_link_is_told_so(
+    world: World, owner_client: Client
+):
+    path = make_link(world, owner_client, expires_in_hours="24", max_uses="1")
+    Invite.objects.update(revoked_at=timezone.now())
+    spent = Client().get(path)
+    assert spent.status_code == 410 and "The Sunken Keep" not in spent.content.decode()
+    assert Client().get("/invites/nothing-here/").status_code == 404
+
+
+def test_the_invite_form_keeps_its_choices_and_offers_to_copy_the_link(
+    world: World, owner_client: Client
+):
+    response = owner_client.post(
+        f"/campaigns/{world.campaign.pk}/invites/", {"expires_in_hours": "168", "max_uses": "5"}
+    )
+    html = response.content.decode()
+    assert '<option value="168" selected>7 days</option>' in html
+    assert 'name="max_uses" type="number" min="1" max="1000" value="5"' in html
+    assert '<button type="button" class="secondary invite-copy">Copy link</button>' in html
+    fresh = owner_client.get(f"/campaigns/{world.campaign.pk}/").content.decode()
+    assert '<option value="72" selected>3 days</option>' in fresh and 'value="1"' in fresh

@@ -103,7 +103,8 @@ def test_the_board_fragment_draws_each_part_as_the_page_does(world: World):
     fragment = board.content.decode()
     world.campaign.refresh_from_db()
     assert fragment.startswith(f'<div class="board-parts" data-seq="{world.campaign.event_seq}">')
-    names = ["scene", "map", "combat", "roster-party", "roster-foes", "roster-others", "members"]
+    names = ["scene", "map", "map-stacks", "combat", "roster-party", "roster-foes", "roster-others"]
+    names.append("members")
     assert sorted(parts(fragment)) == sorted(names)
     assert parts(fragment) == {name: tag for name, tag in parts(page).items() if name in names}
     for name in ("creatures", "chapters", "dungeons", "members"):

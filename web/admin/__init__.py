@@ -10,5 +10,9 @@ from web.admin.security import SecurityEventAdmin
 
 # The changelists need the width at 1280 px: the breadcrumbs and the index lead between models.
 admin.site.enable_nav_sidebar = False
+# The product's name, not Django's stock "Django administration".
+admin.site.site_header = "Undoable GM · admin console"
+admin.site.site_title = "Undoable GM admin"
+admin.site.index_title = "The invocation log, the campaigns and the security log"
 
 __all__ = ["CampaignAdmin", "SecurityEventAdmin", "ToolInvocationAdmin"]

@@ -82,4 +82,6 @@ def time_chart(days: list[tuple[date, float, int]]) -> TimeChart:
     ]
     gridlines = [(round(PLOT_HEIGHT * (1 - g), 1), percent(g)) for g in GRID]
     first, last = (days[0][0].isoformat(), days[-1][0].isoformat()) if days else ("", "")
+    if last == first:  # one day: one label, not the same date at both ends
+        last = ""
     return TimeChart(columns=columns, gridlines=gridlines, first=first, last=last)

@@ -6,7 +6,7 @@ from typing import Any
 from django.contrib import admin
 from django.contrib.admin.views.main import ChangeList
 from django.contrib.auth import get_user_model
-from django.db.models import Q, QuerySet
+from django.db.models import OuterRef, Q, QuerySet, Subquery
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -55,7 +55,12 @@ class InvocationChangeList(ChangeList):
     post-states are the bulk of a row."""
 
     def get_queryset(self, request: HttpRequest, exclude_parameters: Any = None) -> QuerySet:
-        return super().get_queryset(request, exclude_parameters).defer(*LIST_DEFERRED)
+        """With, for a held call that was approved, the number of the row it ran as (a
+        subquery per listed row, on the `approval_of` index): its status column says so
+        instead of a "pending" that would stand for ever beside that row."""
+        ran_as = ToolInvocation.objects.filter(approval_of=OuterRef("pk")).values("sequence")[:1]
+        queryset = super().get_queryset(request, exclude_parameters).defer(*LIST_DEFERRED)
+        return queryset.annotate(ran_as_sequence=Subquery(ran_as))
 
 
 @admin.register(ToolInvocation)
@@ -65,7 +70,7 @@ class ToolInvocationAdmin(
     reverting = INVOCATION
     # Columns that fit a 1280 px screen beside the filters: the model and the source are
     # filters and on the detail page.
-    list_display = ("when", "campaign_link", "by", "turn_link", "tool_name", "tier", "status")
+    list_display = ("when", "campaign_link", "by", "turn_link", "tool_name", "tier", "state")
     list_display_links = ("when",)
     list_filter = (
         StatusFilter,
@@ -157,10 +162,20 @@ class ToolInvocationAdmin(
 
     @admin.display(description="turn")
     def turn_link(self, row: ToolInvocation) -> SafeString | str:
+        """ "Turn 9", as the turn's own page is titled: "#" numbers only calls."""
         if row.turn_id is None:
             return "—"
         url = reverse("admin:campaigns_turn_change", args=[row.turn_id])
-        return format_html('<a href="{}">#{}</a>', url, row.turn_id)
+        return format_html('<a href="{}">Turn {}</a>', url, row.turn_id)
+
+    @admin.display(description="status", ordering="status")
+    def state(self, row: ToolInvocation) -> str:
+        """The status; a held call that was approved reads "approved: ran as #17", pointing at
+        the row that did the work, rather than the "pending" its row keeps."""
+        ran_as = getattr(row, "ran_as_sequence", None)
+        if row.status == ToolInvocation.Status.PENDING and ran_as is not None:
+            return f"approved: ran as #{ran_as}"
+        return row.get_status_display()
 
     input_json = display.json_column("input", attrgetter("input"))
     result_json = display.json_column("result", attrgetter("result"))

@@ -99,8 +99,13 @@ class CreatureCreateInput(StrictSerializer):
         help_text="Username of the player controlling this PC (a player creating their own PC "
         "may leave it out).",
     )
-    x = serializers.IntegerField(min_value=0, max_value=MAX_COORD, default=0)
-    y = serializers.IntegerField(min_value=0, max_value=MAX_COORD, default=0)
+    x = serializers.IntegerField(
+        min_value=0,
+        max_value=MAX_COORD,
+        required=False,
+        help_text="Left out (with y): the map's free cell nearest its top-left corner.",
+    )
+    y = serializers.IntegerField(min_value=0, max_value=MAX_COORD, required=False)
 
 
 class ResourceCreateInput(StrictSerializer):

@@ -19,11 +19,11 @@ from campaigns.visibility import UNSEEN, fog_of_state
 
 ROSTERS = (("party", "pc", "Party"), ("foes", "monster", "Foes"), ("others", "npc", "Others"))
 
-# The battle map's geometry: cells of CELL user units; the grid covers every token and revealed
-# cell with MARGIN empty cells beyond (room to move), at least MIN_COLS × MIN_ROWS, at most the
-# `move_token` tool's bound.
+# The battle map's geometry: cells of CELL user units; the grid is the campaign's, as the GM set
+# it (`campaign_map_set`), and stays so. Only a token the GM's tool put beyond it (the tool's
+# bound is MAX_CELL) widens the drawing to show it, never a player's move.
 CELL = 40
-MIN_COLS, MIN_ROWS, MARGIN, MAX_CELL = 12, 8, 2, 1000
+MAX_CELL = 1000
 RING = 17
 RING_LENGTH = 2 * math.pi * RING
 
@@ -136,23 +136,45 @@ def initials(name: str) -> str:
     return "".join(word[0].upper() for word in name.split()[:2])
 
 
-def battle_map(state: dict[str, Any], *, rights: Rights) -> dict[str, Any]:
-    """The SVG map for one person, from the dump as they see it: the grid (sized to what they
-    see), fog, and a token per creature with its HP ring, the active combatant marked, whether
-    this person may drag it (`Rights.moves`, the rule the move enforces) and, on the GM's map,
-    whether the fog hides it from the players."""
+def battle_map(
+    state: dict[str, Any],
+    *,
+    rights: Rights,
+    grid: tuple[int, int],
+    background: str = "",
+) -> dict[str, Any]:
+    """The SVG map for one person, from the dump as they see it: the campaign's grid (`grid`,
+    cols × rows), its background image (`background`, its URL, or none), fog, and a token per
+    creature with its HP ring, the active combatant marked, whether this person may drag it
+    (`Rights.moves`, the rule the move enforces) and why not, the tokens sharing its cell (a
+    stack, which a click offers to pick from) and, on the GM's map, whether the fog hides it
+    from the players."""
     fog = fog_of_state(state)
-    xs = [c["x"] for c in state["creatures"]] + [f["x"] for f in state["fog"]]
-    ys = [c["y"] for c in state["creatures"]] + [f["y"] for f in state["fog"]]
-    cols = min(MAX_CELL + 1, max([MIN_COLS, *(x + 1 + MARGIN for x in xs)]))
-    rows = min(MAX_CELL + 1, max([MIN_ROWS, *(y + 1 + MARGIN for y in ys)]))
+    xs = [c["x"] for c in state["creatures"]]
+    ys = [c["y"] for c in state["creatures"]]
+    cols = min(MAX_CELL + 1, max([grid[0], *(x + 1 for x in xs)]))
+    rows = min(MAX_CELL + 1, max([grid[1], *(y + 1 for y in ys)]))
     encounter = _active_encounter(state)
     order = encounter["order"] if encounter else []
     turn = encounter["turn_index"] if encounter else -1
     active = order[turn]["creature_id"] if 0 <= turn < len(order) else None
     tokens = [_token(c, fog.hidden, active, rights=rights) for c in state["creatures"]]
+    cells: dict[tuple[int, int], list[dict[str, Any]]] = defaultdict(list)
+    for token in tokens:
+        cells[token["x"], token["y"]].append(token)
+    for token in tokens:
+        token["stack"] = len(cells[token["x"], token["y"]])
+    stacks = [
+        {"x": x, "y": y, "tokens": here}
+        for (x, y), here in sorted(cells.items(), key=lambda cell: (cell[0][1], cell[0][0]))
+        if len(here) > 1
+    ]
     return {
+        "stacks": stacks,
         "cell": CELL,
+        "grid_width": grid[0] * CELL,
+        "grid_height": grid[1] * CELL,
+        "background": background,
         "cols": cols,
         "rows": rows,
         "width": cols * CELL,

@@ -5,6 +5,7 @@ import re
 from typing import Any
 
 from django import forms
+from django.contrib.auth.forms import UserCreationForm
 from django.http import HttpRequest
 from rest_framework import exceptions, serializers
 
@@ -12,14 +13,13 @@ from ai_tools import registry
 from campaigns.models import Campaign
 from core.api.base import StrictSerializer
 
+# Short enough for the select to show whole in the chat column of a 390 px phone.
 POLICY_LABELS = {
-    Campaign.ApprovalPolicy.NONE: "No approval: every tool call runs at once",
-    Campaign.ApprovalPolicy.CRITICAL: "Approve critical calls (damage, combat, the ending)",
-    Campaign.ApprovalPolicy.CRITICAL_AND_HIGH: "Approve critical and high-tier calls",
-    Campaign.ApprovalPolicy.ADAPTIVE: "Critical, and any model and tool that keeps being undone",
-    Campaign.ApprovalPolicy.WATCHFUL: (
-        "Watchful: the ending, blows to a player's character, and whatever keeps being undone"
-    ),
+    Campaign.ApprovalPolicy.NONE: "None: every call runs at once",
+    Campaign.ApprovalPolicy.CRITICAL: "Critical: damage, combat, the end",
+    Campaign.ApprovalPolicy.CRITICAL_AND_HIGH: "Critical and high-tier calls",
+    Campaign.ApprovalPolicy.ADAPTIVE: "Adaptive: critical + often undone",
+    Campaign.ApprovalPolicy.WATCHFUL: "Watchful: the end, blows to PCs, often undone",
 }
 
 
@@ -39,6 +39,21 @@ class CampaignForm(forms.Form):
         widget=forms.TextInput(attrs={"placeholder": "The Sunken Keep", "autocomplete": "off"}),
     )
     approval_policy = policy_field(required=False)  # left out: the model's default
+
+
+class SignupForm(UserCreationForm):
+    """Django's sign-up form, whose rules (the help texts) the page shows before any attempt,
+    and which keeps what was typed after a refusal (both passwords too: the same person's page
+    in their own session, sent `no-store`), so one wrong field costs one field."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name in ("password1", "password2"):
+            self.fields[name].widget.render_value = True
+        self.fields[
+            "username"
+        ].help_text = "Up to 150 letters, digits and @ . + - _ only; the other players see it."
+        self.fields["password2"].help_text = "The same password again."
 
 
 class ApprovalPolicyForm(forms.Form):
@@ -133,3 +148,12 @@ def _typed(schema: dict[str, Any], value: str) -> Any:
     if kind == "array" and schema.get("items", {}).get("type") == "string":
         return [part.strip() for part in value.split(",") if part.strip()]
     return value
+
+
+class MapInput(StrictSerializer):
+    """The battle map's settings form: its grid (cols × rows) and whether to take its background
+    away; the image itself is the form's file (`background`)."""
+
+    cols = serializers.IntegerField(required=False)
+    rows = serializers.IntegerField(required=False)
+    remove_background = serializers.BooleanField(required=False, default=False)

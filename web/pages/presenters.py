@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from django.urls import reverse
 from django.utils import timezone
 
 from audit.models import InvocationOrigin, SkipReason, ToolInvocation
@@ -38,6 +39,7 @@ from campaigns.selectors import (
     creature_names,
     creatures_added,
     invite_list,
+    map_background_version,
     one_snapshot,
     roll_get,
     rolls_outside_turns,
@@ -521,10 +523,26 @@ def board_parts(*, campaign: Campaign, rights: Rights) -> dict[str, Any]:
         "seq": seq,
         "board": {
             **boards.board(state, people),
-            "map": boards.battle_map(state, rights=rights),
+            "map": boards.battle_map(
+                state,
+                rights=rights,
+                grid=(campaign.map_cols, campaign.map_rows),
+                background=_background_url(campaign),
+            ),
         },
         "setup": setup_context,
     }
+
+
+def _background_url(campaign: Campaign) -> str:
+    """The map background's address, its version in the query (a new image, a new URL)."""
+    version = map_background_version(campaign=campaign)
+    if version is None:
+        return ""
+    return reverse("campaign_map_background", args=[campaign.pk]) + f"?v={version}"
+
+
+INVITE_LENGTHS = [("24", "1 day"), ("72", "3 days"), ("168", "7 days"), ("720", "30 days")]
 
 
 @dataclass
@@ -551,15 +569,25 @@ def setup(*, campaign: Campaign, rights: Rights, state: dict[str, Any]) -> dict[
         InviteCard(i.pk, i.expires_at, i.uses, i.max_uses, i.unusable_because(now))
         for i in (invite_list(campaign=campaign) if is_owner else [])
     ]
+    mine = [
+        c
+        for c in state["creatures"]
+        if c["kind"] == "pc" and c["controlled_by_id"] == rights.user.pk
+    ]
     return {
         "is_owner": is_owner,
         "is_gm": rights.gm,
+        "my_characters": mine,
+        "map": {"cols": campaign.map_cols, "rows": campaign.map_rows},
         "members": members,
         "invites": invites,
         "kinds": Creature.Kind.choices,
         "options": boards.options(state, members),
         "errors": {},
         "new_invite_url": "",
+        "invite_lengths": INVITE_LENGTHS,
+        # The invite form's values: the defaults, or what the owner chose for the last link.
+        "invite_values": {"expires_in_hours": "72", "max_uses": "1"},
     }
 
 

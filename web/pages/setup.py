@@ -17,22 +17,23 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from rest_framework import exceptions
 
 from audit.models import ToolInvocation
 from audit.selectors import viewer_rights
 from audit.services.hand import hand_call
 from campaigns import services
+from campaigns.images import MAX_BYTES
 from campaigns.models import Campaign
-from campaigns.selectors import creature_get, invite_get_usable
+from campaigns.selectors import creature_get, invite_get_usable, map_background_get
 from core.api.base import client_ip
 from core.api.errors import exception_handler
 from core.errors import AppError, InvalidInput
 from web.api import serializers as s
 from web.negotiation import wants_json
 from web.pages import presenters
-from web.pages.forms import HandInput, InviteCreateInput, as_json, posted_fields
+from web.pages.forms import HandInput, InviteCreateInput, MapInput, as_json, posted_fields
 from web.pages.views import member_campaign, signed_in
 from web.shared import validated
 
@@ -66,6 +67,8 @@ def _answer(
         rights = viewer_rights(campaign=campaign, user=request.user)
         context = presenters.table(campaign=campaign, rights=rights)
         context["setup"]["new_invite_url"] = body["invite_url"]
+        chosen = {name: request.POST.get(name, "") for name in ("expires_in_hours", "max_uses")}
+        context["setup"]["invite_values"] = chosen  # the next link starts from the same choice
         return render(request, "campaigns/detail.html", context, status=201)
     return redirect(reverse("campaign_detail", args=[campaign.pk]) + f"#{form}")
 
@@ -159,6 +162,24 @@ def _hand(request: HttpRequest, campaign: Campaign, data: dict[str, Any]) -> dic
     return {"invocation": str(row.pk), "turn": row.turn_id, "status": row.status}
 
 
+def _map_set(request: HttpRequest, campaign: Campaign, data: dict[str, Any]) -> dict[str, Any]:
+    """The GM sets the battle map's grid and background (`campaign_map_set` decides who may and
+    checks the image); the file is read no further than one byte past the size limit."""
+    data = valid(MapInput, data)
+    upload = request.FILES.get("background")
+    image = upload.read(MAX_BYTES + 1) if upload is not None else None
+    updated = services.campaign_map_set(
+        campaign=campaign,
+        by=request.user,
+        cols=data.get("cols"),
+        rows=data.get("rows"),
+        background=image,
+        remove_background=data.get("remove_background", False),
+        ip=client_ip(request),
+    )
+    return {"cols": updated.map_cols, "rows": updated.map_rows}
+
+
 member_add = _form_view("members", _member_add)
 creature_add = _form_view("creatures", _creature_add)
 resource_add = _form_view("resources", _resource_add)
@@ -167,14 +188,32 @@ dungeon_add = _form_view("dungeons", _owner_create(services.dungeon_create, s.Du
 invite_add = _form_view("invites", _invite_create)
 invite_revoke = _form_view("invites", _invite_revoke)
 hand = _form_view("hand", _hand)
+map_set = _form_view("map", _map_set)
 
 
 @signed_in
+@require_GET
+def map_background(request: HttpRequest, campaign_id: Any) -> HttpResponse:
+    """The map's background image, to members only (a stranger: 404, as for the campaign),
+    with the type its own header proved and nothing a browser could run or sniff otherwise."""
+    campaign = member_campaign(request, campaign_id)
+    image = map_background_get(campaign=campaign)
+    response = HttpResponse(bytes(image.data), content_type=image.content_type)
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Content-Security-Policy"] = "default-src 'none'; sandbox"
+    response["Content-Disposition"] = "inline"
+    response["Cache-Control"] = "private, max-age=86400"  # its URL changes with each upload
+    return response
+
+
 @require_http_methods(["GET", "POST"])
 def invite_accept(request: HttpRequest, token: str) -> HttpResponse:
-    """The invite link: its page names the campaign and who runs it, and joining is a POST (a
-    link preview or a prefetch must not make anyone a member). An unknown, expired, revoked or
+    """The invite link: its page names the campaign and who invited you — signed out too, with
+    "Sign up to join" and "Sign in" leading back here — and joining is a POST, signed in (a link
+    preview or a prefetch must not make anyone a member). An unknown, expired, revoked or
     used-up link gets a page saying so, with its status (404, 410); a script, the API's JSON."""
+    if not request.user.is_authenticated and (request.method == "POST" or wants_json(request)):
+        return signed_in(invite_accept)(request, token)  # to the sign-in page, or a 401
     try:
         if request.method == "POST":
             membership = services.invite_accept(token=token, user=request.user)
@@ -185,4 +224,6 @@ def invite_accept(request: HttpRequest, token: str) -> HttpResponse:
             raise
         context = {"refusal": exc.detail}
         return render(request, "campaigns/invite.html", context, status=exc.status_code)
-    return render(request, "campaigns/invite.html", {"invite": invite, "member": member})
+    inviter = invite.created_by or invite.campaign.owner
+    context = {"invite": invite, "member": member, "inviter": inviter.get_username()}
+    return render(request, "campaigns/invite.html", context)

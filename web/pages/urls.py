@@ -51,5 +51,7 @@ urlpatterns = [
         CAMPAIGN + "invites/<int:invite_id>/revoke/", setup.invite_revoke, name="page_invite_revoke"
     ),
     path(CAMPAIGN + "hand/", setup.hand, name="page_hand"),
+    path(CAMPAIGN + "map/", setup.map_set, name="page_map"),
+    path(CAMPAIGN + "map/background/", setup.map_background, name="campaign_map_background"),
     path("invites/<str:token>/", setup.invite_accept, name="invite_accept"),
 ]

@@ -14,10 +14,10 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
-from django.contrib.auth.forms import UserCreationForm
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.cache import patch_cache_control
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from rest_framework import exceptions
@@ -43,6 +43,7 @@ from web.pages.forms import (
     ApprovalTimeoutInput,
     CampaignForm,
     GMSeatForm,
+    SignupForm,
     as_json,
     posted_fields,
     refused,
@@ -86,14 +87,16 @@ def signup(request: HttpRequest) -> HttpResponse:
     throttle = SignupRateThrottle()
     if not throttle.allow_request(request, None):
         return too_many(request, what="Too many sign-ups from your address.", wait=throttle.wait())
-    form = UserCreationForm(request.POST or None)
+    form = SignupForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         user = form.save()
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
         return HttpResponseRedirect(next_url or reverse("campaign_list"))
     if request.method == "POST" and wants_json(request):
         raise refused(form)
-    return render(request, "registration/signup.html", {"form": form, "next": next_url})
+    response = render(request, "registration/signup.html", {"form": form, "next": next_url})
+    patch_cache_control(response, no_store=True)  # it may hold the passwords typed
+    return response
 
 
 def _safe_next(request: HttpRequest) -> str:

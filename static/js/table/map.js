@@ -17,6 +17,7 @@ const svg = $(".map-grid", panel);
 const statusLine = $(".map-status", panel);
 const errorLine = $(".map-error", panel);
 const undoButton = $(".map-undo", panel);
+const picker = $(".map-picker", panel);
 
 let selected = null; // a creature id chosen with Enter/space or a tap, sent by a click on a cell
 let drag = null;
@@ -179,7 +180,9 @@ svg.addEventListener("keydown", (event) => {
     move(id, x + dx, y + dy);
   } else if (event.key === "Enter" || event.key === " ") {
     event.preventDefault();
-    if (movable(token)) select(id);
+    if (Number(token.dataset.stack) > 1) openPicker(token);
+    else if (movable(token)) select(id);
+    else showError(token.dataset.refusal);
   } else if (event.key === "Escape" && selected !== null) {
     select(selected);
   }
@@ -199,9 +202,59 @@ function cellAt(event) {
   };
 }
 
+// ---- a stack: tokens sharing a cell (the server counts them, `data-stack`, and draws each
+// stack's choices, `_map_stacks.html`). Pressing one shows them, so the one underneath can be
+// taken too.
+
+function closePicker() {
+  picker.hidden = true;
+  $(".map-picker-shown", picker).replaceChildren();
+}
+
+function openPicker(token) {
+  const { x, y } = at(token);
+  const stack = $(`.map-stacks > [data-cell="${x},${y}"]`);
+  if (!stack) return;
+  $(".map-picker-shown", picker).replaceChildren(stack.cloneNode(true));
+  picker.hidden = false;
+  $("button[data-creature]", picker)?.focus();
+}
+
+picker.addEventListener("click", (event) => {
+  if (event.target.closest(".map-picker-close")) {
+    closePicker();
+    return;
+  }
+  const button = event.target.closest("button[data-creature]");
+  if (!button) return;
+  const token = tokenOf(button.dataset.creature);
+  closePicker();
+  if (!token) return;
+  if (!movable(token)) {
+    showError(token.dataset.refusal);
+    return;
+  }
+  showError("");
+  if (selected !== token.dataset.creature) select(token.dataset.creature);
+  token.focus();
+});
+
+picker.addEventListener("keydown", (event) => {
+  if (event.key === "Escape") closePicker();
+});
+
 svg.addEventListener("pointerdown", (event) => {
   const token = event.target.closest(".map-token");
-  if (!token || !movable(token) || event.button !== 0) return;
+  if (!token || event.button !== 0) return;
+  if (Number(token.dataset.stack) > 1) {
+    event.preventDefault();
+    openPicker(token);
+    return;
+  }
+  if (!movable(token)) {
+    showError(token.dataset.refusal); // a refused drag says why, before it starts
+    return;
+  }
   event.preventDefault();
   token.focus();
   token.setPointerCapture(event.pointerId);
