@@ -22,7 +22,7 @@ def hold_every_call(monkeypatch):
     """Every GM call waits for a person, whatever its tier (the policy's own words for why):
     so each tool's card can be drawn."""
 
-    def held(campaign, tool, model):
+    def held(campaign, tool, model, **_context):
         return f"{tool.name} is a {tool.tier} tool, and this table approves {tool.tier} calls."
 
     def start() -> None:

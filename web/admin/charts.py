@@ -4,8 +4,8 @@ so there is no chart library, no script and nothing fetched from elsewhere."""
 from dataclasses import dataclass
 from datetime import date
 
-WIDTH = 640
-LABEL_WIDTH = 220  # the names left of a bar chart's bars
+WIDTH = 680
+LABEL_WIDTH = 260  # the names left of a bar chart's bars: a whole "openai/<model>" fits
 BAR_HEIGHT, BAR_GAP = 18, 6
 PLOT_HEIGHT = 160  # the over-time chart's plot, above its date labels
 GRID = (0.0, 0.25, 0.5, 0.75, 1.0)
