@@ -40,7 +40,7 @@ def hold_every_tool(world: World, monkeypatch) -> list[str]:
     for real between `start_combat`'s card and the cards of the tools that need it."""
     holding = {"on": False}
 
-    def held(campaign, tool, model):
+    def held(campaign, tool, model, **context):
         if holding["on"]:
             return f"{tool.name} is a {tool.tier} tool, and this table approves {tool.tier} calls."
         return None

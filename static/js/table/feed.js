@@ -61,9 +61,10 @@ export async function refreshTurn(turnId) {
   // A retry's first sight: the undone turn it retries no longer offers Retry.
   const retried = fresh.dataset.retryOf && turnNode(fresh.dataset.retryOf);
   if (retried && !retried.dataset.retried) refreshTurn(Number(fresh.dataset.retryOf));
-  // ... and a redo's: the undone turn it puts back no longer offers Redo.
+  // ... and a redo's: the undone turn it puts back says so (and no longer offers Redo), on every
+  // page, those that could not redo it included.
   const redone = fresh.dataset.redoOf && turnNode(fresh.dataset.redoOf);
-  if (redone && $(":scope > .redo", redone)) refreshTurn(Number(fresh.dataset.redoOf));
+  if (redone && !redone.dataset.redone) refreshTurn(Number(fresh.dataset.redoOf));
 }
 
 // A hidden slot at the end of the feed that an entry's fragment replaces when it arrives.
