@@ -472,6 +472,8 @@ def test_the_second_evening_held_calls_objection_rewind_redo_map_stop_and_every_
         owner.get_by_role("button", name="Seat this GM").click()
         expect(owner.locator("#gm-seat")).to_contain_text(f"GM at this table: {SEAT}")
         live(owner)
+        open_table(player, world.campaign.pk)  # the seat is not announced live: a fresh load
+        expect(player.locator("#gm-seat")).to_contain_text(f"GM at this table: {SEAT}")
         world_before = outside_the_browser_loop(lambda: dump(world.campaign))
         fake.reply(*CHUNKS, calls=[hit(world)], pace=PACE)
         send(player, "I tell the goblin my life story.")
