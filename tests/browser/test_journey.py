@@ -2,8 +2,18 @@
 up and creates a campaign, invites a friend by link, the friend signs up through it and joins,
 both make characters, the owner adds a monster and sets the scene, they play turns with the
 (scripted) GM, roll dice, move a token on the map, undo a turn and then undo from an earlier one;
-each sees the other's changes live, without a reload. Screenshots of each step are saved as
-artifacts (tests/browser/support.py: ARTIFACTS). Every wait is on what the page shows."""
+each sees the other's changes live, without a reload.
+
+The second evening, at both sizes, is issue 25's "What must be shown", played by the shared
+world's group (tests/conftest.py): the GM's blow to Thorin is held while two later turns say
+they wait for approval; Thorin's player objects; three turns are rewound and the first redone;
+the map has the GM's background image and refuses a drag with a reason; the GM's Next turn
+button moves the fight on; a slow model at the GM's seat is stopped mid-sentence (the turn ends
+cancelled, nothing applied); and every tool's card is read on the approval cards.
+
+Screenshots of each step are saved as artifacts (tests/browser/support.py: ARTIFACTS), under
+`journey/<size>/`: `NN-<step>.png` for the first evening, `2-NN-<step>.png` for the second.
+Every wait is on what the page shows."""
 
 import re
 
@@ -12,10 +22,19 @@ from playwright.sync_api import Browser, Page, expect
 
 from audit.models import ToolInvocation
 from campaigns.models import Campaign, Creature, Turn
-from tests.browser.support import chromium, screenshot
+from campaigns.services import campaign_map_set
+from tests.browser.support import chromium, open_table, outside_the_browser_loop, screenshot
 from tests.browser.test_map import cell_centre
+from tests.browser.test_map_plays import press
 from tests.browser.test_one_renderer import assert_same_as_a_fresh_load
-from tests.browser.test_phone import assert_composer_on_screen, assert_no_sideways_scroll
+from tests.browser.test_openai_seat import SEAT
+from tests.browser.test_phone import assert_composer_on_screen, assert_no_sideways_scroll, sign_in
+from tests.browser.test_tool_cards import hold_every_tool
+from tests.conftest import World, dump
+from tests.gm.fake_openai import FakeOpenAI
+from tests.gm.test_stop import CHUNKS, PACE, hit
+from tests.images import png
+from tests.pages.readable import internal_words
 from tests.realtime.conftest import shared_layer
 
 # The worker's GM turns reach the server's websockets through the layer the processes share.
@@ -31,8 +50,9 @@ PASSWORD = "a-Long-pass-123"
 class Journey:
     """The pages of one evening at one screen size, and its screenshots."""
 
-    def __init__(self, browser: Browser, base_url: str, size: str):
+    def __init__(self, browser: Browser, base_url: str, size: str, evening: str = ""):
         self.browser, self.base_url, self.size = browser, base_url, size
+        self.evening = evening  # the screenshots' prefix
         self.shots = 0
 
     def page(self) -> Page:
@@ -41,9 +61,16 @@ class Journey:
         )
         return context.new_page()
 
+    def signed_in(self, username: str, campaign_id) -> Page:
+        """A page of someone who has an account (the shared world's password), at the table."""
+        page = self.page()
+        sign_in(page, username)
+        open_table(page, campaign_id)
+        return page
+
     def shot(self, page: Page, what: str) -> None:
         self.shots += 1
-        screenshot(page, f"journey/{self.size}/{self.shots:02d}-{what}.png")
+        screenshot(page, f"journey/{self.size}/{self.evening}{self.shots:02d}-{what}.png")
 
     def fits(self, page: Page) -> None:
         """At phone width nothing scrolls sideways and the message box is within one screen."""
@@ -293,3 +320,201 @@ def test_the_first_evening_from_sign_up_to_undo_from_here(asgi_server: str, gm_w
     assert {h.status for h in ran} == {ToolInvocation.Status.REVERTED}
     assert ran.filter(approval_of__isnull=False).count() == 1  # the first hit, run once approved
     assert campaign.approval_policy == Campaign.ApprovalPolicy.NONE
+
+
+def settled(pages: tuple[Page, ...], said: str) -> None:
+    """The GM has answered the latest turn that said `said`, and thinks of nothing else."""
+    for page in pages:
+        turn = page.locator("#feed > .turn:not(.undone)", has_text=said).last
+        expect(turn.locator(".msg.role-gm:not(.streaming)").first).to_be_visible()
+        expect(page.locator("#feed .thinking, #feed .msg.streaming")).to_have_count(0)
+
+
+@pytest.mark.parametrize("size", ["laptop", "phone"])
+def test_the_second_evening_held_calls_objection_rewind_redo_map_stop_and_every_card(
+    live_world: World,
+    openai_configured: FakeOpenAI,
+    asgi_server: str,
+    openai_worker,
+    monkeypatch,
+    size: str,
+):
+    world, fake = live_world, openai_configured
+    Campaign.objects.filter(pk=world.campaign.pk).update(approval_policy="watchful")
+    campaign_map_set(campaign=world.campaign, by=world.owner, background=png(64, 40))
+    hp = {c.name: f'[data-creature="{c.pk}"] .hp-text' for c in (world.hero, world.orc)}
+    goblin_hp = f'[data-creature="{world.goblin.pk}"] .hp-text'
+    with chromium() as browser:
+        journey = Journey(browser, asgi_server, size, evening="2-")
+        owner, player, other = (
+            journey.signed_in(who.username, world.campaign.pk)
+            for who in (world.owner, world.player, world.other)
+        )
+        table = (owner, player, other)
+
+        # The map the GM prepared: a background image under the grid, served to a member as
+        # the image its header proved.
+        image = player.locator("#map .map-background")
+        expect(image).to_have_count(1)
+        served = player.evaluate(
+            """async (href) => {
+                const answer = await fetch(href);
+                return [answer.status, answer.headers.get("content-type")];
+            }""",
+            image.get_attribute("href"),
+        )
+        assert served == [200, "image/png"]
+        journey.shot(player, "background")
+
+        # A held call: the GM's blow to Thorin waits on a card, and the two turns sent after it
+        # say what they wait for (not "The GM is thinking…").
+        send(owner, "I attack Thorin")
+        for page in table:
+            expect(page.locator(".approval-card")).to_be_visible()
+        send(other, "I look around the hall.")
+        send(player, "I open the door.")
+        for page in table:
+            waiting = page.locator(".turn .waiting-approval")
+            expect(waiting).to_have_count(3)
+            expect(waiting.last).to_contain_text(
+                "Waiting for approval: the GM’s modify creature call made in an earlier turn "
+                "waits for owner or cogm to answer it, since"
+            )
+            expect(page.locator(".turn .thinking:not(.waiting-approval)")).to_have_count(0)
+            journey.fits(page)
+        expect(owner.locator("#approval-badge")).to_contain_text("1 waiting for you")
+        journey.shot(other, "waiting-for-approval")
+
+        # Thorin's player objects, with a reason: the call is rejected, the table moves on.
+        held = player.locator(".approval-card")
+        expect(held.get_by_role("button", name="Approve")).to_have_count(0)
+        held.get_by_label("Why you object (shown to the table)").fill(
+            "Thorin was behind the door all round"
+        )
+        journey.shot(player, "objection")
+        held.get_by_role("button", name="Object").click()
+        settled(table, "I open the door.")
+        for page in table:
+            expect(page.locator(".approval-card")).to_have_count(0)
+            expect(page.locator(hp["Thorin"])).to_have_text("20 / 24")
+        journey.shot(owner, "objected")
+
+        # Three turns at once (nothing held now), then the owner rewinds all three after
+        # reading the plan and redoes the first as it was.
+        outside_the_browser_loop(
+            lambda: Campaign.objects.filter(pk=world.campaign.pk).update(approval_policy="none")
+        )
+        send(player, "I attack the orc")
+        for page in table:
+            expect(page.locator(hp["Orc"])).not_to_have_text("15 / 15")
+        settled(table, "I attack the orc")
+        after_first = owner.locator(hp["Orc"]).inner_text()
+        send(other, "move me to 3,4")
+        for page in table:
+            expect(token(page, "Lia")).to_have_attribute("data-x", "3")
+        settled(table, "move me to 3,4")
+        send(player, "I attack the orc")
+        for page in table:
+            expect(page.locator(hp["Orc"])).not_to_have_text(after_first)
+        settled(table, "I attack the orc")
+        first = owner.locator("#feed > .turn", has_text="I attack the orc").first
+        first_block = f'#feed [data-turn="{first.get_attribute("data-turn")}"]'
+        first.get_by_role("button", name="Rewind to here").click()
+        dialog = owner.locator("#undo-dialog")
+        expect(dialog.locator(".rewind-turns li")).to_have_text(
+            [
+                "player’s turn: ‘I attack the orc’",
+                "other’s turn: ‘move me to 3,4’",
+                "player’s turn: ‘I attack the orc’",
+            ]
+        )
+        expect(dialog.locator(".undo-calls")).to_contain_text("Lia moves from 2,1 to 3,4")
+        journey.shot(owner, "rewind-plan")
+        undo_dialog(owner, "Rewind", "start the fight again")
+        for page in table:
+            expect(page.locator(hp["Orc"])).to_have_text("15 / 15")
+            expect(page.locator("#feed > .turn.undone")).to_have_count(3)
+            expect(token(page, "Lia")).to_have_attribute("data-x", "2")
+            journey.fits(page)
+        journey.shot(player, "rewound")
+        owner.locator(first_block).get_by_role("button", name="Redo as it was").click()
+        for page in table:
+            redone = page.locator("#feed > .turn:not(.undone)", has_text="Redone: put back")
+            expect(redone).to_have_count(1)
+            expect(page.locator(hp["Orc"])).to_have_text(after_first)
+            expect(page.locator(f"{first_block} .undo-note")).to_contain_text("redone below")
+        journey.shot(player, "redone")
+
+        # The map refuses a drag, and says why.
+        press(player, player.locator(f'#map .map-token[data-creature="{world.ally.pk}"]'), size)
+        expect(player.locator("#map .map-error")).to_have_text("Only its player can move Lia.")
+        journey.shot(player, "refused-drag")
+
+        # A fight: the GM's Next turn moves it on for everyone; players have no such button.
+        send(player, "roll initiative")
+        current = "#combat .initiative li.current .combatant"
+        for page in table:
+            expect(page.locator(current)).to_be_visible()
+        settled(table, "roll initiative")
+        expect(player.get_by_role("button", name="Next turn")).to_have_count(0)
+        before = owner.locator(current).inner_text()
+        press(owner, owner.get_by_role("button", name="Next turn"), size)
+        for page in table:
+            expect(page.locator(current)).not_to_have_text(before)
+        journey.shot(owner, "gm-next-turn")
+        press(owner, owner.get_by_role("button", name="End combat"), size)
+        for page in table:
+            expect(page.locator("#combat")).to_contain_text("No fight right now.")
+
+        # Stop: a model at the GM's seat streams a long sentence; Thorin's player stops it
+        # mid-sentence. The turn ends cancelled and its unfinished call never runs.
+        owner.locator("#gm-seat").get_by_label("GM").select_option(label=SEAT)
+        owner.get_by_role("button", name="Seat this GM").click()
+        expect(owner.locator("#gm-seat")).to_contain_text(f"GM at this table: {SEAT}")
+        live(owner)
+        open_table(player, world.campaign.pk)  # the seat is not announced live: a fresh load
+        expect(player.locator("#gm-seat")).to_contain_text(f"GM at this table: {SEAT}")
+        world_before = outside_the_browser_loop(lambda: dump(world.campaign))
+        fake.reply(*CHUNKS, calls=[hit(world)], pace=PACE)
+        send(player, "I tell the goblin my life story.")
+        for page in (owner, player):
+            expect(page.locator(".msg.role-gm.streaming", has_text="word0")).to_be_visible()
+        journey.shot(player, "gm-streaming")
+        player.get_by_role("button", name="Stop the GM").click()
+        for page in (owner, player):
+            expect(page.locator(".msg.role-system").last).to_contain_text(
+                "player stopped the GM on this turn"
+            )
+            expect(page.locator(".thinking, button.stop")).to_have_count(0)
+            expect(page.locator(goblin_hp)).to_have_text("7 / 7")
+        journey.shot(player, "gm-stopped")
+
+        def stopped():
+            turn = Turn.objects.filter(campaign=world.campaign).latest("pk")
+            return turn.status, turn.invocations.count(), dump(world.campaign)
+
+        assert outside_the_browser_loop(stopped) == (Turn.Status.CANCELLED, 0, world_before)
+        assert fake.hung_up.wait(5), "the stream was not hung up"
+
+        # Every tool's card, read by the owner and by Thorin's player: each in its tool's words.
+        tools = outside_the_browser_loop(lambda: hold_every_tool(world, monkeypatch))
+        for page in (owner, player):
+            open_table(page, world.campaign.pk)
+            cards = page.locator(".approval-card")
+            expect(cards).to_have_count(len(tools))
+            for index in range(len(tools)):
+                text = cards.nth(index).inner_text()
+                assert internal_words(text) == [], text
+                assert text.startswith("Waiting for approval: ")
+            journey.fits(page)
+        expect(owner.locator(".approval-card h3", has_text="Combat starts:")).to_be_visible()
+        journey.shot(owner, "every-tool-card-owner")
+        journey.shot(player, "every-tool-card-player")
+
+    objected = ToolInvocation.objects.get(campaign=world.campaign, status="rejected")
+    assert objected.transitions.get().reason == (
+        "player objected to this call: Thorin was behind the door all round"
+    )
+    assert Turn.objects.filter(campaign=world.campaign, redo_of__isnull=False).count() == 1
+    lia = Creature.objects.get(pk=world.ally.pk)
+    assert (lia.x, lia.y) == (world.ally.x, world.ally.y)  # the rewound move stays undone

@@ -4,8 +4,6 @@ tests/gm/fake_openai.py) from its page; a turn with a tool call streams its narr
 approved on the card and undone, live on both pages; then the admin's analytics show the two
 models side by side (screenshot: `openai-models-compared.png` under the test artifacts)."""
 
-from collections.abc import Iterator
-
 import pytest
 from django.contrib.auth.models import Permission
 from playwright.sync_api import expect
@@ -16,50 +14,14 @@ from tests.browser.support import at_the_table, chromium, outside_the_browser_lo
 from tests.browser.support import signed_in_page as sign_in
 from tests.conftest import World, make_user
 from tests.gm.fake_openai import VERSION, FakeOpenAI, call
-from tests.processes import worker_start
 from tests.realtime.conftest import shared_layer
-from tests.servers import WorkerProcess
 
 pytestmark = [pytest.mark.browser, shared_layer]
 SEAT = "OpenAI-compatible (gpt-gm-test)"
 
 
-@pytest.fixture
-def fake_openai() -> Iterator[FakeOpenAI]:
-    fake = FakeOpenAI()
-    fake.start()
-    yield fake
-    fake.stop()
-    assert fake.refusals == [], "the client sent requests the Chat Completions API refuses"
-
-
-@pytest.fixture
-def openai_configured(settings, fake_openai: FakeOpenAI) -> FakeOpenAI:
-    """The server (forked after this, so it inherits these settings) offers the seat."""
-    settings.OPENAI_MODEL = "gpt-gm-test"
-    settings.OPENAI_BASE_URL = fake_openai.url
-    settings.OPENAI_API_KEY = "test-key"
-    settings.GM_PROVIDER = "scripted"
-    return fake_openai
-
-
-@pytest.fixture
-def worker(transactional_db, tmp_path, openai_configured: FakeOpenAI) -> Iterator[WorkerProcess]:
-    started = worker_start(
-        "test-openai-worker",
-        tmp_path / "test-openai-worker.log",
-        GM_PROVIDER="scripted",
-        OPENAI_MODEL="gpt-gm-test",
-        OPENAI_BASE_URL=openai_configured.url,
-        OPENAI_API_KEY="test-key",
-        OPENAI_MAX_RETRIES="0",
-    )
-    yield started
-    started.stop()
-
-
 def test_a_table_seats_an_openai_compatible_gm_which_streams_is_approved_and_undone(
-    live_world: World, openai_configured: FakeOpenAI, asgi_server: str, worker
+    live_world: World, openai_configured: FakeOpenAI, asgi_server: str, openai_worker
 ):
     world, fake = live_world, openai_configured
     goblin_hp = f'[data-creature="{world.goblin.pk}"] .hp-text'

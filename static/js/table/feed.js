@@ -21,6 +21,9 @@ const streamed = new Map(); // turn id -> the narration so far
 const refreshing = new Map(); // turn id -> the newest request's number
 const fetching = new Set(); // turn ids with a request on its way
 
+// The turns whose drawing is on its way: a drawing asked for before an event may predate it.
+export const turnsOnTheirWay = () => [...fetching];
+
 // A turn this page draws: in the feed, or asked for (its first drawing may still be on its way,
 // and may predate the event at hand: it is asked for again).
 const known = (turnId) => turnId !== null && (Boolean(turnNode(turnId)) || refreshing.has(turnId));
@@ -61,9 +64,10 @@ export async function refreshTurn(turnId) {
   // A retry's first sight: the undone turn it retries no longer offers Retry.
   const retried = fresh.dataset.retryOf && turnNode(fresh.dataset.retryOf);
   if (retried && !retried.dataset.retried) refreshTurn(Number(fresh.dataset.retryOf));
-  // ... and a redo's: the undone turn it puts back no longer offers Redo.
+  // ... and a redo's: the undone turn it puts back says so (and no longer offers Redo), on every
+  // page, those that could not redo it included.
   const redone = fresh.dataset.redoOf && turnNode(fresh.dataset.redoOf);
-  if (redone && $(":scope > .redo", redone)) refreshTurn(Number(fresh.dataset.redoOf));
+  if (redone && !redone.dataset.redone) refreshTurn(Number(fresh.dataset.redoOf));
 }
 
 // A hidden slot at the end of the feed that an entry's fragment replaces when it arrives.

@@ -4,14 +4,19 @@
 
 import { on } from "./bus.js";
 import { $$ } from "./http.js";
-import { feed, refreshTurn } from "./feed.js";
+import { feed, refreshTurn, turnsOnTheirWay } from "./feed.js";
 
 const WAITING = ["queued", "running", "awaiting_approval"];
 
+// The waiting turns drawn on the page, and any turn whose drawing is still on its way (asked for
+// before the call was held, it would arrive without the words): each is asked for again, and the
+// newer answer wins (`refreshTurn`).
 function redrawWaiting() {
+  const turns = new Set(turnsOnTheirWay());
   for (const turn of $$(":scope > .turn:not(.undone)", feed())) {
-    if (WAITING.includes(turn.dataset.status)) refreshTurn(Number(turn.dataset.turn));
+    if (WAITING.includes(turn.dataset.status)) turns.add(Number(turn.dataset.turn));
   }
+  for (const turn of turns) refreshTurn(turn);
 }
 
 on("approval_requested", redrawWaiting);
