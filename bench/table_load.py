@@ -17,7 +17,8 @@ CLIENT_PROCESSES client processes; a campaign's players alternate between the se
 
 **The table** (`seconds`): each player, every `think_ms` to twice that (uniform), does one of:
 post a turn for the GM ("I attack the goblin.", 201 queued, answered by a worker), post a turn of
-their own and a `modify_creature` tool call on the campaign's goblin into it, undo their latest
+their own and a `modify_creature` tool call on their own character into it (what a player's
+powers reach: docs/tools.md), undo their latest
 turn, or read `/state/`. Reported per endpoint: p50/p95/p99 and the statuses (409 is the
 table's answer to an undo that later calls depend on; any 5xx fails the run), the GM turns'
 latency (the turn's POST to its `gm_turn_completed` at the posting player's socket), and
@@ -270,7 +271,7 @@ async def _players(conn: Connection, players: list[dict[str, Any]], plan: dict[s
                         f"turns/{body['id']}/tool-calls/",
                         {
                             "tool": "modify_creature",
-                            "input": {"creature_id": player["goblin"], "hp_delta": delta},
+                            "input": {"creature_id": player["hero"], "hp_delta": delta},
                         },
                     )
             elif action == "undo" and turns:
@@ -373,8 +374,26 @@ def build_campaigns(sizes: list[int]) -> list[dict[str, Any]]:
         members = User.objects.bulk_create(User(username=f"p{i}-c{c}") for i in range(players))
         Membership.objects.bulk_create(Membership(campaign=campaign, user=p) for p in members)
         tokens = Token.objects.bulk_create(Token(user=u, key=Token.generate_key()) for u in members)
+        # Each player's own character: what a player's tool calls may act on (docs/tools.md).
+        heroes = [
+            creature_create(
+                campaign=campaign,
+                by=owner,
+                name=f"Hero {i}",
+                kind="pc",
+                hp=GOBLIN_HP,
+                max_hp=2 * GOBLIN_HP,
+                controlled_by=member,
+            ).pk
+            for i, member in enumerate(members)
+        ]
         built.append(
-            {"id": str(campaign.pk), "goblin": goblin.pk, "tokens": [t.key for t in tokens]}
+            {
+                "id": str(campaign.pk),
+                "goblin": goblin.pk,
+                "heroes": heroes,
+                "tokens": [t.key for t in tokens],
+            }
         )
     return built
 
@@ -555,6 +574,7 @@ def run_phase(
         {
             "campaign": c["id"],
             "goblin": c["goblin"],
+            "hero": c["heroes"][j],
             "token": token,
             "port": ports[(i + j) % len(ports)],
             "socket": j < phase.sockets,
@@ -614,7 +634,9 @@ def run_phase(
 # -- the final state against the log, in a throwaway copy ---------------------------------------
 
 
-def replay_main(conn: Connection, url: str, logs: dict[str, list[tuple[int, str, Any]]]) -> None:
+def replay_main(
+    conn: Connection, url: str, logs: dict[str, list[tuple[int, str, Any, str]]]
+) -> None:
     """In the copy of the database taken before the load: each campaign's committed calls, in
     sequence order, through the audited dispatch; then every campaign's canonical state."""
     os.environ["DATABASE_URL"] = url
@@ -625,6 +647,7 @@ def replay_main(conn: Connection, url: str, logs: dict[str, list[tuple[int, str,
     django.setup()
     from django.contrib.auth.models import User
 
+    from audit.models import InvocationOrigin
     from audit.services import invocation_dispatch
     from campaigns.models import Campaign
     from campaigns.selectors import campaign_state
@@ -632,9 +655,14 @@ def replay_main(conn: Connection, url: str, logs: dict[str, list[tuple[int, str,
     states = {}
     for campaign_id, calls in logs.items():
         campaign = Campaign.objects.get(pk=campaign_id)
-        for user_id, tool, data in calls:
+        for user_id, tool, data, source in calls:
+            # With the powers it ran with (the GM's for the GM's calls: docs/tools.md).
             row = invocation_dispatch(
-                campaign=campaign, actor=User.objects.get(pk=user_id), tool_name=tool, input=data
+                campaign=campaign,
+                actor=User.objects.get(pk=user_id),
+                tool_name=tool,
+                input=data,
+                source=InvocationOrigin(source),
             )
             assert row.status == row.Status.COMMITTED, (campaign_id, tool, data, row.error)
         states[campaign_id] = campaign_state(campaign)
@@ -645,14 +673,14 @@ def check_states(campaigns: list[dict[str, Any]], copy: str, port: int) -> list[
     """Each campaign's `/state/` (less its seq) against its replayed log; the mismatches."""
     from audit.models import ToolInvocation
 
-    logs: dict[str, list[tuple[int, str, Any]]] = {c["id"]: [] for c in campaigns}
+    logs: dict[str, list[tuple[int, str, Any, str]]] = {c["id"]: [] for c in campaigns}
     committed = ToolInvocation.objects.filter(
         campaign_id__in=list(logs), status=ToolInvocation.Status.COMMITTED
     ).order_by("campaign_id", "sequence")
-    for campaign_id, user_id, tool, data in committed.values_list(
-        "campaign_id", "user_id", "tool_name", "input"
+    for campaign_id, user_id, tool, data, source in committed.values_list(
+        "campaign_id", "user_id", "tool_name", "input", "source"
     ):
-        logs[str(campaign_id)].append((user_id, tool, data))
+        logs[str(campaign_id)].append((user_id, tool, data, source))
     ours, theirs = multiprocessing.get_context("spawn").Pipe()
     process = multiprocessing.get_context("spawn").Process(
         target=replay_main, args=(theirs, database_url(copy), logs)
