@@ -8,7 +8,8 @@ side through real servers: two Daphne processes on the same PostgreSQL and Redis
 
 Each round runs `clients` players' closed loop against one server for `seconds`, then against
 the other (which goes first alternates round by round, so machine noise hits both alike): each
-player posts a turn of their own, a `modify_creature` tool call into it, and reads `/state/`,
+player posts a turn of their own, a `modify_creature` tool call on their own character into it
+(what a player's powers reach: docs/tools.md), and reads `/state/`,
 again as soon as it is answered, with its `Authorization: Token`. Reported per handler: the
 server process's CPU per request (user + system, /proc), requests per second, and p50/p95 of
 the requests' round trips; then the ratios, one-hop / Django's.
@@ -28,11 +29,33 @@ from ws_fanout import build_table, cpu_seconds, start_servers, stop_servers
 VARIANTS = {"one-hop (ours)": "config.asgi:application", "Django's": "stock_asgi:application"}
 
 
+def with_heroes(table: dict[str, Any]) -> dict[str, Any]:
+    """The table with each player's own character, by token: what their tool calls act on."""
+    from rest_framework.authtoken.models import Token
+
+    from campaigns.services import creature_create
+
+    heroes = {}
+    for key in table["tokens"]:
+        user = Token.objects.select_related("user").get(key=key).user
+        heroes[key] = creature_create(
+            campaign=table["campaign"],
+            by=table["owner"],
+            name=f"Hero of {user.username}",
+            kind="pc",
+            hp=10**6,
+            max_hp=10**6,
+            controlled_by=user,
+        ).pk
+    return {**table, "heroes": heroes}
+
+
 def play(port: int, table: dict[str, Any], token: str, deadline: float, out: dict) -> None:
     """One player's closed loop until `deadline`: round trips (ms) into out["ms"]; an unexpected
     answer into out["problems"]."""
     base = f"campaigns/{table['campaign'].pk}/"
-    hit = {"tool": "modify_creature", "input": {"creature_id": table["dummy"].pk, "hp_delta": -1}}
+    hero = table["heroes"][token]
+    hit = {"tool": "modify_creature", "input": {"creature_id": hero, "hp_delta": -1}}
     steps = [
         ("POST", "turns/", {"message": "I swing.", "run_gm": False}, 201),
         ("POST", "turns/{turn}/tool-calls/", hit, 201),
@@ -72,7 +95,7 @@ def phase(server: tuple[Any, int], table: dict[str, Any], seconds: int) -> dict[
 
 
 def main(rounds: int, seconds: int, clients: int) -> None:
-    table = build_table(clients)
+    table = with_heroes(build_table(clients))
     with tempfile.TemporaryDirectory() as logs:
         servers = dict(zip(VARIANTS, start_servers(2, logs, list(VARIANTS.values())), strict=True))
         try:
