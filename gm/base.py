@@ -13,10 +13,12 @@ outcome they had instead of running twice.
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
+
+import httpx2
 
 from gm.context import GMContext
 
@@ -120,3 +122,30 @@ class GMProvider(ABC):
     @abstractmethod
     def run(self, session: Session) -> None:
         """Answer the turn in `session.context`; raise GMError when it cannot."""
+
+
+@contextmanager
+def failures_told(sdk: Any, server: str, describe: Callable[[Any], str]) -> Iterator[None]:
+    """A model SDK's failures as a GMError in an operator's words: `sdk` is the official SDK
+    module (anthropic and openai raise the same family of errors), `server` how the messages
+    name the far end, `describe` the words for an error status the server answered with."""
+    try:
+        yield
+    except sdk.APIStatusError as exc:
+        raise GMError(describe(exc)) from exc
+    except sdk.APIConnectionError as exc:
+        raise GMError(f"{server} could not be reached ({error_cause(exc)}).") from exc
+    except httpx2.TransportError as exc:
+        raise GMError(f"the connection to {server} broke mid-stream ({error_cause(exc)}).") from exc
+    except sdk.APIError as exc:
+        raise GMError(f"{server} failed: {exc.message}") from exc
+
+
+def error_cause(exc: BaseException) -> str:
+    """The exception and what caused it, by name: 'APIConnectionError: Connection error.
+    (ConnectError: ...)' tells an operator more than 'internal error'."""
+    text = f"{type(exc).__name__}: {exc}"
+    cause = exc.__cause__
+    if cause is None or str(cause) == str(exc):
+        return text
+    return f"{text} ({type(cause).__name__}: {cause})"

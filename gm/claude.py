@@ -15,11 +15,10 @@ import json
 from typing import Any
 
 import anthropic
-import httpx2
 from django.conf import settings
 
 from ai_tools import registry
-from gm.base import GMError, GMProvider, Round, Session
+from gm.base import GMError, GMProvider, Round, Session, failures_told
 from gm.context import GMContext, state_summary
 from gm.lease import response_hang_up
 
@@ -61,18 +60,8 @@ class AnthropicProvider(GMProvider):
         return f"anthropic/{self.requested_model}"
 
     def run(self, session: Session) -> None:
-        try:
+        with failures_told(anthropic, "the Claude API", _describe):
             self._converse(session)
-        except anthropic.APIStatusError as exc:
-            raise GMError(_describe(exc)) from exc
-        except anthropic.APIConnectionError as exc:
-            raise GMError(f"the Claude API could not be reached ({_cause(exc)}).") from exc
-        except httpx2.TransportError as exc:
-            raise GMError(
-                f"the connection to the Claude API broke mid-stream ({_cause(exc)})."
-            ) from exc
-        except anthropic.APIError as exc:
-            raise GMError(f"the Claude API failed: {exc.message}") from exc
 
     def _converse(self, session: Session) -> None:
         """Round by round: a stored round (this turn ran before, on a worker that died) is
@@ -178,16 +167,6 @@ def _not_run(names: list[str]) -> str:
     if len(names) > 1:
         return f"; its tool calls {', '.join(names)} were not run"
     return f"; its tool call {names[0]} was not run" if names else ""
-
-
-def _cause(exc: BaseException) -> str:
-    """The exception and what caused it, by name: 'APIConnectionError: Connection error.
-    (ConnectError: ...)' tells an operator more than 'internal error'."""
-    text = f"{type(exc).__name__}: {exc}"
-    cause = exc.__cause__
-    if cause is None or str(cause) == str(exc):
-        return text
-    return f"{text} ({type(cause).__name__}: {cause})"
 
 
 def _describe(exc: anthropic.APIStatusError) -> str:

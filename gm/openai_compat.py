@@ -31,13 +31,12 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
-import httpx2
 import openai
 from django.conf import settings
 
 from ai_tools import registry
 from gm import tool_schemas
-from gm.base import GMError, GMProvider, Round, Session
+from gm.base import GMError, GMProvider, Round, Session, failures_told
 from gm.claude import conversation, system_prompt
 from gm.lease import response_hang_up
 
@@ -111,18 +110,8 @@ class OpenAIProvider(GMProvider):
         return f"openai/{self.endpoint.model}"
 
     def run(self, session: Session) -> None:
-        try:
+        with failures_told(openai, "the model server", _describe):
             self._converse(session)
-        except openai.APIStatusError as exc:
-            raise GMError(_describe(exc)) from exc
-        except openai.APIConnectionError as exc:
-            raise GMError(f"the model server could not be reached ({_cause(exc)}).") from exc
-        except httpx2.TransportError as exc:
-            raise GMError(
-                f"the connection to the model server broke mid-stream ({_cause(exc)})."
-            ) from exc
-        except openai.APIError as exc:
-            raise GMError(f"the model server failed: {exc.message}") from exc
 
     def _converse(self, session: Session) -> None:
         messages = [{"role": "system", "content": system_prompt(session.context)}]
@@ -451,14 +440,6 @@ def _not_run(names: list[str]) -> str:
     if len(names) > 1:
         return f"; its tool calls {', '.join(names)} were not run"
     return f"; its tool call {names[0]} was not run" if names else ""
-
-
-def _cause(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}"
-    cause = exc.__cause__
-    if cause is None or str(cause) == str(exc):
-        return text
-    return f"{text} ({type(cause).__name__}: {cause})"
 
 
 def _describe(exc: openai.APIStatusError) -> str:
