@@ -17,6 +17,21 @@ from campaigns.visibility import Sight
 from core.errors import Forbidden
 
 
+class _Nobody:
+    """A signed-in person who is no one: no user has the primary key 0 (ids start at 1), so
+    no call, turn or character is theirs (`Rights.alike`)."""
+
+    pk = 0
+    is_authenticated = True
+    is_active = True
+
+    def get_username(self) -> str:
+        return ""
+
+
+_NOBODY = _Nobody()
+
+
 class Rights:
     """What one person may do at one table: the rules, decided from facts read once. Cheap
     facts first: whether they are signed in and active, the owner or a call's actor costs no
@@ -27,6 +42,15 @@ class Rights:
     def __init__(self, *, campaign: Campaign, user: Any) -> None:
         self.campaign, self.user = campaign, user
         self.active = bool(getattr(user, "is_authenticated", False) and user.is_active)
+
+    def alike(self) -> "Rights":
+        """The rights of someone with this person's sight at this table (the GM's or a
+        player's) who is nobody in particular: no call, turn or character is theirs. What is
+        drawn once for everyone alike is drawn with these (web/pages/fragments.py), and each
+        viewer's own pieces with their own."""
+        alike = Rights(campaign=self.campaign, user=_NOBODY)
+        alike.__dict__["gm"] = self.gm  # the cached answer: runs_table is not asked again
+        return alike
 
     def is_person(self, user_id: Any) -> bool:
         """Whether they are the (active) person `user_id`: a call's or a turn's actor."""

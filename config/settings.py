@@ -307,6 +307,24 @@ else:
         }
     }
 
+# The page's live fragments, drawn once per event for each class of viewer
+# (web/pages/fragments.py): shared by the web processes through Redis when there is one, else
+# kept in the process (the embedded default serves the page from one process). A key names its
+# event number, so a process's own copy is never stale, only drawn once more.
+CACHES["fragments"] = (
+    {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": os.environ["REDIS_URL"],
+        "KEY_PREFIX": "fragments",
+    }
+    if os.environ.get("REDIS_URL")
+    else {
+        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+        "LOCATION": "fragments",
+        "OPTIONS": {"MAX_ENTRIES": 5000},
+    }
+)
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

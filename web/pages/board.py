@@ -158,7 +158,7 @@ def battle_map(
     order = encounter["order"] if encounter else []
     turn = encounter["turn_index"] if encounter else -1
     active = order[turn]["creature_id"] if 0 <= turn < len(order) else None
-    tokens = [_token(c, fog.hidden, active, rights=rights) for c in state["creatures"]]
+    tokens = [map_token(c, fog.hidden, active, rights=rights) for c in state["creatures"]]
     cells: dict[tuple[int, int], list[dict[str, Any]]] = defaultdict(list)
     for token in tokens:
         cells[token["x"], token["y"]].append(token)
@@ -185,7 +185,7 @@ def battle_map(
     }
 
 
-def _token(
+def map_token(
     c: dict[str, Any], hidden: frozenset[int], active: Any, *, rights: Rights
 ) -> dict[str, Any]:
     movable = rights.moves(kind=c["kind"], controlled_by_id=c["controlled_by_id"])

@@ -43,6 +43,7 @@ from campaigns.selectors import (
     one_snapshot,
     roll_get,
     rolls_outside_turns,
+    turn_get,
     turn_rolls,
     world_labels,
 )
@@ -53,6 +54,7 @@ from campaigns.visibility import (
     fog_read,
     state_seen,
 )
+from core.errors import NotFound
 from gm.services import STOPPABLE
 from web.pages import board as boards
 from web.pages.changes import describe
@@ -317,6 +319,22 @@ def feed(*, campaign: Campaign, rights: Rights, turn_id: Any = None) -> list[Tur
     return views
 
 
+def turn_facts(*, campaign: Campaign, rights: Rights, turn_id: int) -> dict[str, Any] | None:
+    """What drawing one turn asks of its viewer beyond their sight (web/pages/fragments.py): the
+    turn, and whether they may undo from it onwards and a later turn offers its own Undo (the
+    feed's `undo_onwards` and `undo_from_here`); None when the campaign has no such turn."""
+    try:
+        turn = turn_get(campaign=campaign, turn_id=turn_id)
+    except NotFound:
+        return None
+    onwards, last = _undo_from_here(campaign=campaign, rights=rights, turns=[turn])
+    return {
+        "turn": turn,
+        "onwards": turn.pk in onwards,
+        "from_here": turn.pk in onwards and turn.pk != last,
+    }
+
+
 def _undo_from_here(
     *, campaign: Campaign, rights: Rights, turns: list[Turn]
 ) -> tuple[set[int], int | None]:
@@ -531,6 +549,7 @@ def board_parts(*, campaign: Campaign, rights: Rights) -> dict[str, Any]:
             ),
         },
         "setup": setup_context,
+        "seen": state,  # the dump the board was drawn from (web/pages/fragments.py reads it)
     }
 
 

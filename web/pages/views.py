@@ -37,7 +37,7 @@ from gm.services import campaign_gm_set
 from web.accounts import ExpiringTokenAuthentication, SignupRateThrottle, too_many
 from web.api import serializers as s
 from web.negotiation import wants_json
-from web.pages import presenters
+from web.pages import fragments, presenters
 from web.pages.forms import (
     ApprovalPolicyForm,
     ApprovalTimeoutInput,
@@ -204,8 +204,7 @@ def campaign_board(request: HttpRequest, campaign_id: Any) -> HttpResponse:
     swaps them in when an event says the world changed, and after a gap in the event stream."""
     campaign = member_campaign(request, campaign_id)
     rights = viewer_rights(campaign=campaign, user=request.user)
-    context = presenters.board_parts(campaign=campaign, rights=rights)
-    return render(request, "campaigns/_board.html", context)
+    return HttpResponse(fragments.board(campaign=campaign, rights=rights))
 
 
 @login_required
@@ -230,10 +229,10 @@ def campaign_feed(request: HttpRequest, campaign_id: Any) -> HttpResponse:
         return render(request, "campaigns/_feed.html", {"feed": entries, "seq": seq})
     if not FEED_ID.fullmatch(turn_id):
         raise Http404("No such turn.")
-    turns = presenters.feed(campaign=campaign, rights=rights, turn_id=int(turn_id))
-    if not turns:
+    drawn = fragments.turn(campaign=campaign, rights=rights, turn_id=int(turn_id))
+    if drawn is None:
         raise Http404("No such turn.")
-    return render(request, "campaigns/_turn.html", {"turn": turns[0]})
+    return HttpResponse(drawn)
 
 
 def _change_fragment(

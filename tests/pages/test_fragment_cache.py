@@ -1,0 +1,183 @@
+"""The live fragments drawn once per event for each class of viewer (web/pages/fragments.py):
+every viewer is sent exactly what drawing the fragment for them alone would give, the drawings
+per event stay one per class however many people look, and what changes without an event (a
+Stop asked for) is drawn anew."""
+
+import pytest
+from django.contrib.auth.models import User
+from django.template.loader import render_to_string
+from django.test import Client, RequestFactory
+
+from audit.models import InvocationOrigin
+from audit.selectors import viewer_rights
+from audit.services import turn_undo
+from campaigns.models import Campaign, Membership, Turn
+from campaigns.services import creature_create, membership_add
+from gm.services import turn_cancel, turn_submit
+from tests.conftest import World, commit, fog_over_the_goblin, held_hit, make_user, signed_in
+from web.pages import fragments, presenters
+
+
+def members(world: World) -> dict[str, User]:
+    return {
+        name: getattr(world, name) for name in ("owner", "cogm", "player", "other", "spectator")
+    }
+
+
+@pytest.fixture
+def spectator(world: World) -> User:
+    """A member with no character: a player's sight, nothing of theirs on the board."""
+    user = make_user("spectator")
+    membership_add(campaign=world.campaign, by=world.owner, username=user.username)
+    world.spectator = user
+    return user
+
+
+def alone(world: World, user: User, template: str, context: dict) -> str:
+    """What the view drew for `user` before fragments were shared: its template, its request."""
+    request = RequestFactory().get("/")
+    request.user = user
+    return render_to_string(template, context, request=request)
+
+
+def board_alone(world: World, user: User) -> str:
+    campaign = Campaign.objects.get(pk=world.campaign.pk)
+    rights = viewer_rights(campaign=campaign, user=user)
+    context = presenters.board_parts(campaign=campaign, rights=rights)
+    return alone(world, user, "campaigns/_board.html", context)
+
+
+def turn_alone(world: World, user: User, turn: Turn) -> str:
+    campaign = Campaign.objects.get(pk=world.campaign.pk)
+    rights = viewer_rights(campaign=campaign, user=user)
+    cards = presenters.feed(campaign=campaign, rights=rights, turn_id=turn.pk)
+    return alone(world, user, "campaigns/_turn.html", {"turn": cards[0]})
+
+
+def fetch(client: Client, world: World, query: str = "") -> str:
+    path = f"/campaigns/{world.campaign.pk}/{'feed/' + query if query else 'board/'}"
+    response = client.get(path)
+    assert response.status_code == 200, response.content
+    return response.content.decode()
+
+
+def each_sent_as_if_alone(world: World, turns: list[Turn]) -> None:
+    """Every member fetches the board and each turn (the first of a class draws, the others are
+    sent its drawing); each answer equals the drawing for them alone."""
+    clients = {name: signed_in(user) for name, user in members(world).items()}
+    sent = {
+        name: (fetch(client, world), [fetch(client, world, f"?turn={t.pk}") for t in turns])
+        for name, client in clients.items()
+    }
+    for name, user in members(world).items():
+        board, drawn_turns = sent[name]
+        assert board == board_alone(world, user), name
+        for turn, drawn in zip(turns, drawn_turns, strict=True):
+            assert drawn == turn_alone(world, user, turn), (name, turn.pk)
+
+
+@pytest.mark.usefixtures("spectator")
+def test_a_shared_board_names_each_viewers_own_characters_for_them(world: World):
+    second = creature_create(
+        campaign=world.campaign,
+        by=world.owner,
+        name="Bram",
+        kind="pc",
+        hp=9,
+        max_hp=12,
+        controlled_by=world.player,
+        x=1,
+        y=1,  # on Thorin's cell: a stack, whose picker names both
+    )
+    creature_create(  # a character nobody plays yet: nobody's to drag, nobody's "yours"
+        campaign=world.campaign, by=world.owner, name="Wren", kind="pc", hp=8, max_hp=8, x=4, y=4
+    )
+    commit(world, "start_combat", {"creature_ids": [world.hero.pk, world.goblin.pk, second.pk]})
+    fog_over_the_goblin(world)
+    each_sent_as_if_alone(world, [])
+    html = fetch(signed_in(world.player), world)
+    assert html.count("your character") == 2 and "Bram</strong>" in html
+    assert "your character" not in fetch(signed_in(world.other), world).split("Lia at")[0][-300:]
+
+
+@pytest.mark.usefixtures("spectator")
+def test_a_shared_turn_is_what_each_viewer_would_be_drawn(world: World):
+    mine = world.turn(world.player, "I swing.")
+    commit(
+        world,
+        "move_token",
+        {"creature_id": world.hero.pk, "x": 3, "y": 3},
+        actor=world.player,
+        turn=mine,
+        source=InvocationOrigin.USER,
+    )
+    theirs = world.turn(world.other, "I hide.")
+    fog_over_the_goblin(world)
+    goblin_hit = world.turn(world.owner, "The goblin strikes.")
+    commit(
+        world, "modify_creature", {"creature_id": world.goblin.pk, "hp_delta": -2}, turn=goblin_hit
+    )
+    undone = world.turn(world.player, "I take it back.")
+    commit(
+        world,
+        "move_token",
+        {"creature_id": world.hero.pk, "x": 1, "y": 1},
+        actor=world.player,
+        turn=undone,
+        source=InvocationOrigin.USER,
+    )
+    turn_undo(campaign_id=world.campaign.pk, turn_id=undone.pk, user=world.player)
+    held = held_hit(world, world.other).turn
+    each_sent_as_if_alone(world, [mine, theirs, goblin_hit, undone, held])
+
+
+def test_renders_per_event_stay_one_per_class_however_many_look(world: World):
+    """After each event every viewer fetches the board and the turn: the drawings are one per
+    class of viewer (the owner, the GM's sight, a player's, and for the turn whether it is
+    theirs to undo), not one per viewer."""
+    counts = {}
+    for players in (2, 4, 8):
+        extra = [make_user(f"p{players}-{n}") for n in range(players - 2)]
+        for user in extra:
+            membership_add(campaign=world.campaign, by=world.owner, username=user.username)
+        viewers = [world.owner, world.cogm, world.player, world.other, *extra]
+        turn = world.turn(world.player, "I move.")
+        commit(
+            world,
+            "move_token",
+            {"creature_id": world.hero.pk, "x": players, "y": 2},
+            actor=world.player,
+            turn=turn,
+            source=InvocationOrigin.USER,
+        )  # an event: a new number, nothing drawn for it yet
+        clients = [signed_in(user) for user in viewers]
+        fragments.renders.clear()
+        for client in clients:
+            fetch(client, world)
+            fetch(client, world, f"?turn={turn.pk}")
+        counts[len(viewers)] = dict(fragments.renders)
+        Membership.objects.filter(user__in=extra).delete()
+    # the board: the owner, the GM's sight (the co-GM), a player's; the turn: the GM's sight
+    # (owner and co-GM alike), its player's, and the players' who may not undo it
+    assert counts == {n: {"board": 3, "turn": 3} for n in (4, 6, 10)}
+
+
+def test_a_stop_asked_without_an_event_is_drawn_at_once(world: World):
+    turn = turn_submit(campaign=world.campaign, actor=world.player, message="I open the door.")
+    Turn.objects.filter(pk=turn.pk).update(status=Turn.Status.RUNNING)
+    client = signed_in(world.player)
+    stop = f'<button type="button" class="stop" data-stop="{turn.pk}">'
+    assert stop in fetch(client, world, f"?turn={turn.pk}")
+    seq = Campaign.objects.get(pk=world.campaign.pk).event_seq
+    turn_cancel(campaign_id=world.campaign.pk, turn_id=turn.pk, user=world.player)
+    assert Campaign.objects.get(pk=world.campaign.pk).event_seq == seq  # no event for it
+    html = fetch(client, world, f"?turn={turn.pk}")
+    assert "Stopping the GM…" in html and stop not in html
+
+
+def test_a_new_event_is_drawn_anew(world: World):
+    client = signed_in(world.player)
+    assert "Thorin at 1,1" in fetch(client, world)
+    commit(world, "move_token", {"creature_id": world.hero.pk, "x": 6, "y": 2})
+    html = fetch(client, world)
+    assert "Thorin at 6,2" in html and "Thorin at 1,1" not in html

@@ -1,0 +1,186 @@
+"""The page's live fragments, drawn once per event for each class of viewer.
+
+After an event every page at the table asks for the fragments the event changed: the board, a
+turn of the feed (static/js/table/board.js, feed.js). What one of them shows depends on who asks
+only through a few facts: the GM's sight or a player's, whether they own the table, whether they
+may undo this turn and the later ones. Those facts are the viewer's class (`board_class`,
+`turn_class`), and a fragment is drawn once per (campaign, event number, class) and kept in the
+`fragments` cache: every other viewer of that class is sent the same HTML. A table of five
+draws each change once for the GM and once for the players, not once per socket.
+
+Why the event number is the version: every change to what a fragment shows is announced by an
+event (the page refetches on nothing else), and each event raises the campaign's `event_seq`, so
+a newer event means a new key and older entries age out (`FRAGMENT_TTL`). A drawing is never
+older than its key: the number is read before the world is. What changes without an event is in
+the key itself (a turn's Stop: its status and `cancel_requested_at`).
+
+The board names its viewer in two places: the tokens of their own characters (theirs to drag,
+"your character") and the list of their characters. It is drawn for the class with nobody in
+particular (`Rights.alike`), and each viewer's own pieces are drawn for them and put in place of
+the class's (`_own_pieces`): a token or two beside the whole board. The full page and the whole
+feed (`/feed/`, after a gap in the events) are drawn per request, as before.
+
+A process draws sync views in one thread (Django under ASGI), so viewers of one class asking at
+once are served one drawing per process. `renders` counts the drawings, for the tests and the
+benchmarks.
+"""
+
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from django.core.cache import caches
+from django.template.loader import render_to_string
+
+from audit.selectors import Rights
+from campaigns.models import Campaign, Turn
+from web.pages import board as boards
+from web.pages import presenters
+
+FRAGMENT_TTL = 300  # seconds: a few events later nobody asks for an old number's drawing again
+renders: Counter = Counter()  # fragment -> drawings made in this process
+
+
+def _cache() -> Any:
+    return caches["fragments"]
+
+
+def drawn(*, campaign: Campaign, fragment: str, viewer: str, draw: Callable[[], Any]) -> Any:
+    """The fragment `fragment` of `campaign` for the viewer class `viewer` at the campaign's
+    current event number: from the cache, or drawn by `draw` (and kept)."""
+    key = f"fragment:{campaign.pk}:{campaign.event_seq}:{fragment}:{viewer}"
+    kept = _cache().get(key)
+    if kept is not None:
+        return kept
+    value = draw()
+    renders[fragment.split(":", 1)[0]] += 1
+    _cache().set(key, value, FRAGMENT_TTL)
+    return value
+
+
+# ---- the board ------------------------------------------------------------------------------
+
+
+def board_class(rights: Rights) -> str:
+    """The owner sees the members and the invites: a class of one. Everyone else is the GM's
+    sight (a co-GM, staff) or a player's."""
+    return "owner" if rights.owner else rights.sight.value
+
+
+def board(*, campaign: Campaign, rights: Rights) -> str:
+    """The board fragment for this viewer: the class's drawing, with their own pieces."""
+    viewer = board_class(rights)
+    if viewer == "owner":
+        return drawn(
+            campaign=campaign,
+            fragment="board",
+            viewer=viewer,
+            draw=lambda: _draw_board(campaign, rights),
+        )
+    kept = drawn(
+        campaign=campaign,
+        fragment="board",
+        viewer=viewer,
+        draw=lambda: _draw_board_for_class(campaign, rights.alike()),
+    )
+    return _with_own_pieces(kept, rights)
+
+
+def _draw_board(campaign: Campaign, rights: Rights) -> str:
+    context = presenters.board_parts(campaign=campaign, rights=rights)
+    return render_to_string("campaigns/_board.html", context)
+
+
+def _draw_board_for_class(campaign: Campaign, alike: Rights) -> dict[str, Any]:
+    """The board as anyone of the class sees it, and for each player with characters on it the
+    pieces that name them: each character's token (and its choice in a stack's picker) as the
+    class sees it, with what it takes to draw it for its player."""
+    context = presenters.board_parts(campaign=campaign, rights=alike)
+    own: dict[str, list[dict[str, Any]]] = {}
+    creatures = {c["id"]: c for c in context["seen"]["creatures"]}
+    for token in context["board"]["map"]["tokens"]:
+        c = creatures[token["id"]]
+        if c["kind"] != "pc" or c["controlled_by_id"] is None:
+            continue
+        own.setdefault(str(c["controlled_by_id"]), []).append(
+            {
+                "creature": c,
+                "in_fog": "in-fog" in token["classes"].split(),
+                "active": "active" in token["classes"].split(),
+                "stack": token["stack"],
+                "token": _token_html(token),
+                "choice": _choice_html(token) if token["stack"] > 1 else "",
+            }
+        )
+    return {"html": render_to_string("campaigns/_board.html", context), "own": own}
+
+
+def _token_html(token: dict[str, Any]) -> str:
+    return render_to_string("campaigns/_map_token.html", {"t": token})
+
+
+def _choice_html(token: dict[str, Any]) -> str:
+    return render_to_string("campaigns/_map_stack_choice.html", {"t": token})
+
+
+def _characters_html(characters: list[dict[str, Any]]) -> str:
+    return render_to_string(
+        "campaigns/_my_characters.html", {"setup": {"my_characters": characters}}
+    )
+
+
+def _with_own_pieces(kept: dict[str, Any], rights: Rights) -> str:
+    """The class's board with this viewer's own characters drawn for them: their tokens (which
+    they may drag, "your character"), their picker choices and the list of their characters."""
+    html = kept["html"]
+    pieces = kept["own"].get(str(rights.user.pk), [])
+    if not pieces:
+        return html
+    for piece in pieces:
+        c = piece["creature"]
+        hidden = frozenset([c["id"]]) if piece["in_fog"] else frozenset()
+        token = boards.map_token(c, hidden, c["id"] if piece["active"] else None, rights=rights)
+        token["stack"] = piece["stack"]
+        html = html.replace(piece["token"], _token_html(token), 1)
+        if piece["choice"]:
+            html = html.replace(piece["choice"], _choice_html(token), 1)
+    return html.replace(_characters_html([]), _characters_html([p["creature"] for p in pieces]), 1)
+
+
+# ---- a turn of the feed ---------------------------------------------------------------------
+
+
+def turn_class(*, rights: Rights, turn: Turn, onwards: bool, from_here: bool) -> str:
+    """What a turn's drawing asks of its viewer: the GM's sight or a player's, whether they may
+    undo it, and from it onwards; with what of the turn may change without an event (a Stop
+    asked for)."""
+    asked = turn.cancel_requested_at.isoformat() if turn.cancel_requested_at else ""
+    return ":".join(
+        [
+            rights.sight.value,
+            str(int(rights.reverts(turn.actor_id))),
+            str(int(onwards)),
+            str(int(from_here)),
+            turn.status,
+            asked,
+        ]
+    )
+
+
+def turn(*, campaign: Campaign, rights: Rights, turn_id: int) -> str | None:
+    """One turn of the feed for this viewer, or None when there is no such turn to show."""
+    facts = presenters.turn_facts(campaign=campaign, rights=rights, turn_id=turn_id)
+    if facts is None:
+        return None
+
+    def draw() -> str:
+        turns = presenters.feed(campaign=campaign, rights=rights, turn_id=turn_id)
+        return render_to_string("campaigns/_turn.html", {"turn": turns[0]}) if turns else ""
+
+    html = drawn(
+        campaign=campaign,
+        fragment=f"turn:{turn_id}",
+        viewer=turn_class(rights=rights, **facts),
+        draw=draw,
+    )
+    return html or None
