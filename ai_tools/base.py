@@ -298,7 +298,8 @@ class WriteTool(Tool):
     # beyond the log's fixed overhead, the same on every engine: the tool's own reads and
     # writes, the log's read-back of each row it wrote that `ToolContext.save` did not return
     # (a row it created), and the one read of what players may see of its events when they
-    # name a creature that may be hidden (by a facet, or a non-PC whole). The statement-count
+    # name a creature that may be hidden (by a facet, or a non-PC whole) and the fog is in play
+    # (the example world has none: the campaign lock tells the dispatch so). The statement-count
     # test (tests/audit/test_statement_count.py) holds every dispatch to the overhead plus this.
     example_statements: ClassVar[int | None] = None
 

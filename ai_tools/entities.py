@@ -222,15 +222,28 @@ def update_returning(row: models.Model, fields: Any) -> dict[str, Any]:
     return held
 
 
-def select_row(model: type[M], pk: Any, *, campaign_id: Any = None, lock: bool = False) -> M | None:
+def select_row(
+    model: type[M],
+    pk: Any,
+    *,
+    campaign_id: Any = None,
+    lock: bool = False,
+    flags: dict[str, str] | None = None,
+) -> M | None:
     """The row of `model` with this primary key (and of this campaign, if given), every concrete
     field, as `Model.objects.filter(...).first()` reads it, or None; `lock`: FOR UPDATE where
-    the database has it. The hot path's reads (the campaign lock, a tool's target): the SQL is
-    made once per model, not compiled per call."""
+    the database has it. `flags` ({attribute: SQL boolean expression}) are read in the same
+    statement and set on the instance as bools. The hot path's reads (the campaign lock, a
+    tool's target): the SQL is made once per model, not compiled per call."""
     reading = _reading(model)
     meta = model._meta
     quote = connection.ops.quote_name
-    sql = f"SELECT {reading.columns} FROM {quote(meta.db_table)} WHERE {quote(meta.pk.column)} = %s"
+    names = list(flags or {})
+    extra = "".join(f", {flags[name]}" for name in names)
+    sql = (
+        f"SELECT {reading.columns}{extra} FROM {quote(meta.db_table)} "
+        f"WHERE {quote(meta.pk.column)} = %s"
+    )
     params = [meta.pk.get_db_prep_value(pk, connection)]
     if campaign_id is not None:
         field = meta.get_field("campaign")
@@ -243,7 +256,13 @@ def select_row(model: type[M], pk: Any, *, campaign_id: Any = None, lock: bool =
         values = cursor.fetchone()
     if values is None:
         return None
-    return model.from_db(connection.alias, reading.attnames, reading.convert(values))
+    values = list(values)
+    found = model.from_db(
+        connection.alias, reading.attnames, reading.convert(values[: len(values) - len(names)])
+    )
+    for name, value in zip(names, values[len(values) - len(names) :], strict=True):
+        setattr(found, name, bool(value))
+    return found
 
 
 @dataclass(frozen=True)

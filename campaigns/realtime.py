@@ -86,7 +86,11 @@ def hello(campaign_id: Any, seq: int) -> dict[str, Any]:
 
 
 def broadcast_on_commit(
-    campaign_id: Any, events: list[dict[str, Any]], *, after: int | None = None
+    campaign_id: Any,
+    events: list[dict[str, Any]],
+    *,
+    after: int | None = None,
+    fog_in_play: bool | None = None,
 ) -> list[dict[str, Any]]:
     """Number `events` for the campaign and send them when the current transaction commits.
 
@@ -95,6 +99,10 @@ def broadcast_on_commit(
     `event_seq` in its own write of the campaign row, before it commits (the audited dispatch
     does, in the statement that writes its log row). Without it this reserves the numbers
     itself (one UPDATE, which takes the row lock if the caller does not hold it yet).
+
+    `fog_in_play`: whether any fog cell is revealed as the transaction commits, when the caller
+    knows it without a read (the audited dispatch, from its campaign lock); False spares the
+    read of what players may see, since without fog they see every event as it is.
 
     Only envelopes of catalogue events (`event`) are sent: another type is a TypeError."""
     if not events:
@@ -112,7 +120,7 @@ def broadcast_on_commit(
         for i, e in enumerate(events)
     ]
     # What players may see is read here, in the writer's transaction: the world as it commits.
-    players = player_envelopes(campaign_id, envelopes)
+    players = None if fog_in_play is False else player_envelopes(campaign_id, envelopes)
     transaction.on_commit(partial(_send, group_name(campaign_id), envelopes, players))
     return envelopes
 

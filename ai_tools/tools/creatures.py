@@ -58,8 +58,9 @@ class ModifyCreature(WriteTool):
         {"creature_id": Ref("ally"), "add_conditions": ["poisoned"], "remove_conditions": ["dead"]},
         {"creature_id": Ref("hero"), "death_save": "success"},
     )
-    # The creature, its UPDATE, and what players may see of its event (a facet: kind unknown).
-    example_statements = 3
+    # The creature and its UPDATE (what players may see of its event, a facet of a creature of
+    # unknown kind, is read only with the fog in play: not in the example world).
+    example_statements = 2
     # At least one of these must be given. Said here and in `validate`, not as a top-level
     # `anyOf` in the schema: the Messages API refuses top-level oneOf/allOf/anyOf.
     CHANGES: ClassVar[tuple[str, ...]] = (
@@ -216,8 +217,9 @@ class SpawnCreature(WriteTool):
         {"name": "Skeleton", "kind": "monster", "hp": 13, "x": 3, "y": 4},
         {"name": "Innkeeper", "kind": "npc", "hp": 4, "max_hp": 6},
     )
-    # The creature's INSERT, read back, and what players may see of it (a non-PC whole).
-    example_statements = 3
+    # The creature's INSERT and its read-back (what players may see of it, a non-PC whole, is
+    # read only with the fog in play: not in the example world).
+    example_statements = 2
 
     def apply(self, ctx: ToolContext, data: dict[str, Any]) -> dict[str, Any]:
         max_hp = data.get("max_hp", max(1, data["hp"]))
@@ -262,8 +264,9 @@ class MoveToken(WriteTool):
     description = "Move a creature's token to map cell (x, y)."
     schema = obj({"creature_id": ID, "x": COORD, "y": COORD}, ("creature_id", "x", "y"))
     examples = ({"creature_id": Ref("hero"), "x": 3, "y": 4},)
-    # The creature, its UPDATE, and what players may see of its event (a facet: kind unknown).
-    example_statements = 3
+    # The creature and its UPDATE (what players may see of its event, a facet of a creature of
+    # unknown kind, is read only with the fog in play: not in the example world).
+    example_statements = 2
 
     def write_set(self, ctx: ToolContext, data: dict[str, Any]) -> list[str]:
         return [entities.key("creature", ctx.creature(data["creature_id"]).pk, "position")]

@@ -92,9 +92,10 @@ class Rest(WriteTool):
     )
     examples = ({"kind": "long"}, {"kind": "long", "creature_ids": [Ref("hero")]})
     # The party's PCs (two) and their resources (four); an UPDATE and a resource event's INSERT
-    # per resource, an UPDATE per PC; the four events read back; what players may see of the
-    # PCs' events (facets: kind unknown).
-    example_statements = 17
+    # per resource, an UPDATE per PC; the four events read back (what players may see of the
+    # PCs' events, facets of creatures of unknown kind, is read only with the fog in play: not
+    # in the example world).
+    example_statements = 16
 
     def targets(self, ctx: ToolContext, data: dict[str, Any]) -> list[Creature]:
         return self._creatures(ctx, data)

@@ -12,7 +12,7 @@ from ai_tools import entities
 from ai_tools.base import ToolError, ToolForbidden, WriteTool
 from audit.chain import chain_tip
 from audit.models import ToolInvocation, WriteSetEntry
-from campaigns.models import Campaign, Turn
+from campaigns.models import Campaign, FogCell, Turn
 from core.faults import is_unavailable
 
 logger = logging.getLogger("audit.services.dispatch")
@@ -59,11 +59,25 @@ def guarded(tool: WriteTool, method: Callable[..., T], *args: Any) -> T:
 def campaign_lock(campaign_id: Any) -> Campaign:
     """Lock the campaign row: tool calls and reverts of one campaign run one at a time, across
     processes. Every writer takes this lock first, so lock order is always campaign → rows.
-    The row holds the log head and the last event number, so the lock also reads them."""
-    campaign = entities.select_row(Campaign, campaign_id, lock=True)
+    The row holds the log head and the last event number, so the lock also reads them, and
+    in the same statement whether the fog is in play (`fog_in_play`: any cell revealed).
+    Every writer of the fog holds this lock, so until the holder writes a fog cell itself
+    that stays true for its whole transaction: a call that writes none knows, with no read,
+    that players may see all of its events (`campaigns.realtime.broadcast_on_commit`)."""
+    campaign = entities.select_row(Campaign, campaign_id, lock=True, flags=_fog_flag())
     if campaign is None:
         raise Campaign.DoesNotExist(f"no campaign {campaign_id}")
     return campaign
+
+
+def _fog_flag() -> dict[str, str]:
+    quote = connection.ops.quote_name
+    fog, campaigns = FogCell._meta, Campaign._meta
+    column = quote(fog.get_field("campaign").column)
+    return {
+        "fog_in_play": f"EXISTS (SELECT 1 FROM {quote(fog.db_table)} AS fog "
+        f"WHERE fog.{column} = {quote(campaigns.db_table)}.{quote(campaigns.pk.column)})"
+    }
 
 
 def chain_position(campaign_id: Any) -> tuple[int, str]:

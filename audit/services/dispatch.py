@@ -181,7 +181,12 @@ def _pause(
         turn=row.turn_id,
         invocation=row.pk,
     )
-    row.broadcast_events = broadcast_on_commit(row.campaign_id, [requested], after=locked.event_seq)
+    row.broadcast_events = broadcast_on_commit(
+        row.campaign_id,
+        [requested],
+        after=locked.event_seq,
+        fog_in_play=getattr(locked, "fog_in_play", None),
+    )
     _append(row, locked, event_seq=locked.event_seq + 1, turn_checked=turn_checked)
     call_held.send(sender=ToolInvocation, row=row, expires_at=approval_deadline(row, locked))
     return row
@@ -364,7 +369,17 @@ def _run(tool: WriteTool, ctx: ToolContext, row: ToolInvocation, *, after: int) 
         post_state=post_state,
         reads=reads,
         after=after,
+        fog_in_play=_fog_after(ctx.campaign, post_state),
     )
+
+
+def _fog_after(locked: Campaign, post_state: dict) -> bool | None:
+    """Whether the fog is in play as this call commits, known without a read: as the campaign
+    lock found it (`campaign_lock`), unless this call wrote a fog cell; then, and for any later
+    call in the same transaction (a redo runs several), it is unknown (None) and is read."""
+    if any(entities.parse(key)[0] == "fog" for key in post_state):
+        locked.fog_in_play = None
+    return getattr(locked, "fog_in_play", None)
 
 
 def _take_snapshot(
@@ -411,9 +426,11 @@ def _commit(
     post_state: dict,
     reads: list[str],
     after: int,
+    fog_in_play: bool | None,
 ) -> int:
     """Fill in the committed row; its events are numbered after `after` and leave after
-    commit. Returns the campaign's new last event number."""
+    commit (`fog_in_play`: as `_fog_after` knows it). Returns the campaign's new last event
+    number."""
     row.result = result
     row.revert_snapshot = snapshot
     row.revertible = snapshot is not None
@@ -431,7 +448,9 @@ def _commit(
         )
         for k, fields in post_state.items()
     ]
-    row.broadcast_events = broadcast_on_commit(row.campaign_id, events, after=after)
+    row.broadcast_events = broadcast_on_commit(
+        row.campaign_id, events, after=after, fog_in_play=fog_in_play
+    )
     return after + len(events)
 
 

@@ -9,12 +9,13 @@ statement that writes the log (the row, its write/read-set entries, the campaign
 event number, the undone-turn check), COMMIT (here: release). On the embedded SQLite (7): the
 same, with the turn checked before the tool runs and the log written in three statements.
 
-What one `modify_creature` adds (3: 7 in all on PostgreSQL, where the same write done bare runs
-5): the creature (the tool's own read, which also serves the snapshot), the tool's UPDATE (which
-returns the row: the post-state), and what players may see of its event
-(`campaigns.visibility.player_envelopes`). That last read is the broadcast's, made at most once
-per call and only for events that name a creature not known to be a PC (a facet of one, or a
-non-PC whole); it is counted with the tool because which events a call sends follows from what
+What one `modify_creature` adds (2: 6 in all on PostgreSQL, where the same write done bare runs
+5): the creature (the tool's own read, which also serves the snapshot) and the tool's UPDATE
+(which returns the row: the post-state). With the fog in play it adds one more, what players
+may see of its event (`campaigns.visibility.player_envelopes`): the broadcast's read, made at
+most once per call and only for events that name a creature not known to be a PC (a facet of
+one, or a non-PC whole) while some cell is revealed, which the campaign lock's statement tells
+(`fog_in_play`). It is counted with the tool because which events a call sends follows from what
 the tool writes (one per entity), as does the log's read-back of each row the tool wrote
 without `ToolContext.save` returning it (a row it created). A tool's own reads and writes vary
 (end_adventure unlocks an achievement per member, with a savepoint each; rest restores every
@@ -31,7 +32,7 @@ from ai_tools.base import WriteTool
 from audit.models import ToolInvocation
 from audit.services import invocation_dispatch
 from tests.ai_tools.examples import example_input
-from tests.conftest import World, rolled_back
+from tests.conftest import World, fog_over_the_goblin, rolled_back
 
 pytestmark = pytest.mark.django_db
 
@@ -80,3 +81,24 @@ def assert_every_tool_runs_its_declared_statements(world: World) -> None:
 def test_each_tools_dispatch_runs_the_logs_overhead_and_its_declared_statements(world, prior_rows):
     fill_log(world, prior_rows)
     assert_every_tool_runs_its_declared_statements(world)
+
+
+def test_with_the_fog_in_play_a_call_naming_a_creature_reads_what_players_may_see(world: World):
+    """The read the example world spares comes back as soon as one cell is revealed (what it
+    keeps from the players: tests/realtime/test_fog_events.py)."""
+    fog_over_the_goblin(world)
+    counts = {}
+    for name, creature in (("hero", world.hero), ("goblin", world.goblin)):
+        turn = world.turn(actor=world.owner)
+        with CaptureQueriesContext(connection) as queries:
+            row = invocation_dispatch(
+                campaign=world.campaign,
+                actor=world.owner,
+                tool_name="modify_creature",
+                input={"creature_id": creature.pk, "hp_delta": -1},
+                turn=turn,
+            )
+        assert row.status == ToolInvocation.Status.COMMITTED, row.error
+        counts[name] = len(queries) - OVERHEAD[connection.vendor]
+    declared = registry.write_tool("modify_creature").example_statements
+    assert counts == {"hero": declared + 1, "goblin": declared + 1}
