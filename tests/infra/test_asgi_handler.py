@@ -2,17 +2,21 @@
 view run in the request's worker thread, which the event loop enters once per request, and every
 middleware still does its part there (security headers, the CSRF cookie and check)."""
 
+import asyncio
 import os
 import subprocess
 import sys
+import threading
 from collections import Counter
 from typing import Any
 
 import pytest
 from asgiref import sync
 from django.conf import settings
+from django.core.handlers.base import BaseHandler
+from django.http import HttpResponse
 
-from config.asgi import application
+from config.asgi import OneHopASGIHandler, application
 from tests.conftest import asgi_http
 
 
@@ -75,3 +79,34 @@ def test_the_server_process_moves_its_startup_objects_out_of_the_collectors_reac
         check=True,
     ).stdout
     assert int(frozen) > 100_000
+
+
+def handler_whose_view_is(view: Any, monkeypatch: pytest.MonkeyPatch) -> OneHopASGIHandler:
+    """The app's handler with `view(request)` in place of Django's whole chain."""
+    monkeypatch.setattr(
+        BaseHandler,
+        "load_middleware",
+        lambda self, is_async=False: setattr(self, "_middleware_chain", view),
+    )
+    return OneHopASGIHandler()
+
+
+@pytest.mark.asyncio
+async def test_requests_in_flight_together_run_side_by_side(monkeypatch: pytest.MonkeyPatch):
+    """Two requests at once are served at once, each in a worker thread of its own (Django's
+    handler gives each request its own thread-sensitive context): both reach the barrier,
+    which breaks (failing the request) if the second had to wait for the first to finish. The
+    Python of both still shares the process's one interpreter lock: what overlaps is one's
+    waits (the database, Redis) with the other's work."""
+    barrier = threading.Barrier(2, timeout=5)
+    threads = []
+
+    def view(request: Any) -> HttpResponse:
+        threads.append(threading.get_ident())
+        barrier.wait()
+        return HttpResponse("together")
+
+    app = handler_whose_view_is(view, monkeypatch)
+    answers = await asyncio.gather(*(asgi_http(app, "GET", "/") for _ in range(2)))
+    assert [(status, body) for status, _, body in answers] == [(200, b"together")] * 2
+    assert len(set(threads)) == 2
