@@ -181,3 +181,55 @@ def test_a_new_event_is_drawn_anew(world: World):
     commit(world, "move_token", {"creature_id": world.hero.pk, "x": 6, "y": 2})
     html = fetch(client, world)
     assert "Thorin at 6,2" in html and "Thorin at 1,1" not in html
+
+
+@pytest.mark.usefixtures("spectator")
+def test_entries_outside_turns_are_drawn_once_for_each_sight(world: World):
+    """A token dragged and a creature added are drawn once for the GM's sight and once for a
+    player's; a player's roll once for everyone: each as drawing it alone would."""
+    from audit.services.hand import token_move
+    from campaigns.services import dice_roll_record
+
+    fog_over_the_goblin(world)
+    dragged = token_move(campaign=world.campaign, creature=world.hero, by=world.player, x=2, y=2)
+    roll = dice_roll_record(
+        campaign=world.campaign,
+        author=world.player,
+        formula="d20",
+        mode="normal",
+        dice=[12],
+        discarded=[],
+        modifier=0,
+        total=12,
+    )
+    fragments.renders.clear()
+    queries = [f"?change={dragged.pk}", f"?added={world.orc.pk}", f"?roll={roll.pk}"]
+    sent = {
+        name: [fetch(signed_in(user), world, query) for query in queries]
+        for name, user in members(world).items()
+    }
+    assert dict(fragments.renders) == {"change": 2, "added": 2, "roll": 1}
+    campaign = Campaign.objects.get(pk=world.campaign.pk)
+    for name, user in members(world).items():
+        rights = viewer_rights(campaign=campaign, user=user)
+        change = presenters.changes_outside_turns(
+            campaign=campaign, rights=rights, invocation_id=dragged.pk
+        )[0]
+        added = presenters.creature_additions(
+            campaign=campaign, rights=rights, creature_id=world.orc.pk
+        )[0]
+        alone_too = [
+            alone(world, user, "campaigns/_change_entry.html", {"change": change}),
+            alone(world, user, "campaigns/_change_entry.html", {"change": added}),
+            alone(
+                world,
+                user,
+                "campaigns/_roll_entry.html",
+                {"roll": presenters.roll_entry(campaign=campaign, roll_id=roll.pk)},
+            ),
+        ]
+        assert sent[name] == alone_too, name
+    goblin = signed_in(world.player).get(
+        f"/campaigns/{world.campaign.pk}/feed/?added={world.goblin.pk}"
+    )
+    assert goblin.status_code == 404  # in the fog: not drawn for a player's sight

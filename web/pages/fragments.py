@@ -17,8 +17,10 @@ the key itself (a turn's Stop: its status and `cancel_requested_at`).
 The board names its viewer in two places: the tokens of their own characters (theirs to drag,
 "your character") and the list of their characters. It is drawn for the class with nobody in
 particular (`Rights.alike`), and each viewer's own pieces are drawn for them and put in place of
-the class's (`_own_pieces`): a token or two beside the whole board. The full page and the whole
-feed (`/feed/`, after a gap in the events) are drawn per request, as before.
+the class's (`_own_pieces`): a token or two beside the whole board. A roll, a change outside any
+turn and a creature added ask only the viewer's sight, or nothing (`for_sight`). The full page,
+the whole feed (`/feed/`, after a gap in the events) and the approval card (whose buttons are
+per person and per call) are drawn per request.
 
 A process draws sync views in one thread (Django under ASGI), so viewers of one class asking at
 once are served one drawing per process. `renders` counts the drawings, for the tests and the
@@ -56,6 +58,15 @@ def drawn(*, campaign: Campaign, fragment: str, viewer: str, draw: Callable[[], 
     renders[fragment.split(":", 1)[0]] += 1
     _cache().set(key, value, FRAGMENT_TTL)
     return value
+
+
+def for_sight(
+    *, campaign: Campaign, rights: Rights | None, fragment: str, draw: Callable[[], str]
+) -> str:
+    """A fragment whose drawing asks of its viewer only their sight (a change outside any turn,
+    a creature added), or nothing at all (`rights` None: a player's roll)."""
+    viewer = rights.sight.value if rights is not None else "everyone"
+    return drawn(campaign=campaign, fragment=fragment, viewer=viewer, draw=draw)
 
 
 # ---- the board ------------------------------------------------------------------------------

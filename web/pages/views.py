@@ -16,6 +16,7 @@ from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.cache import patch_cache_control
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -244,12 +245,25 @@ def _change_fragment(
         uuid.UUID(invocation_id)
     except ValueError:
         raise Http404("No such change.") from None
-    found = presenters.changes_outside_turns(
-        campaign=campaign, rights=rights, invocation_id=invocation_id
+
+    def draw() -> str:
+        found = presenters.changes_outside_turns(
+            campaign=campaign, rights=rights, invocation_id=invocation_id
+        )
+        return (
+            render_to_string("campaigns/_change_entry.html", {"change": found[0]}) if found else ""
+        )
+
+    drawn = fragments.for_sight(
+        campaign=campaign, rights=rights, fragment=f"change:{invocation_id}", draw=draw
     )
-    if not found:
+    if not drawn:
         raise Http404("No such change.")
-    return render(request, "campaigns/_change_entry.html", {"change": found[0]})
+    return HttpResponse(drawn)
+
+
+def _change_html(found: list[Any]) -> str:
+    return render_to_string("campaigns/_change_entry.html", {"change": found[0]}) if found else ""
 
 
 def _added_fragment(
@@ -258,12 +272,21 @@ def _added_fragment(
     """A creature someone added through the set-up, one entry of the feed: `?added=` its id."""
     if not FEED_ID.fullmatch(creature_id):
         raise Http404("No such change.")
-    found = presenters.creature_additions(
-        campaign=campaign, rights=rights, creature_id=int(creature_id)
+
+    def draw() -> str:
+        found = presenters.creature_additions(
+            campaign=campaign, rights=rights, creature_id=int(creature_id)
+        )
+        return (
+            render_to_string("campaigns/_change_entry.html", {"change": found[0]}) if found else ""
+        )
+
+    drawn = fragments.for_sight(
+        campaign=campaign, rights=rights, fragment=f"added:{creature_id}", draw=draw
     )
-    if not found:
+    if not drawn:
         raise Http404("No such change.")
-    return render(request, "campaigns/_change_entry.html", {"change": found[0]})
+    return HttpResponse(drawn)
 
 
 def _roll_fragment(request: HttpRequest, campaign: Campaign, roll_id: str) -> HttpResponse:
@@ -271,9 +294,15 @@ def _roll_fragment(request: HttpRequest, campaign: Campaign, roll_id: str) -> Ht
     the feed of its own."""
     if not FEED_ID.fullmatch(roll_id):
         raise Http404("No such roll.")
-    roll = presenters.roll_entry(campaign=campaign, roll_id=int(roll_id))
-    template = "campaigns/_roll.html" if roll.turn_id else "campaigns/_roll_entry.html"
-    return render(request, template, {"roll": roll})
+
+    def draw() -> str:
+        roll = presenters.roll_entry(campaign=campaign, roll_id=int(roll_id))
+        template = "campaigns/_roll.html" if roll.turn_id else "campaigns/_roll_entry.html"
+        return render_to_string(template, {"roll": roll})
+
+    return HttpResponse(
+        fragments.for_sight(campaign=campaign, rights=None, fragment=f"roll:{roll_id}", draw=draw)
+    )
 
 
 @login_required
