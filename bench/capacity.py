@@ -77,6 +77,7 @@ from ws_fanout import TIMEOUT, answer, free_port, production_environment, stop_s
 CLIENT_PROCESSES = 4
 MIX = {"gm_turn": 0.40, "roll": 0.28, "move": 0.28, "undo": 0.04}  # undo: ~1 turn in 10
 APPROVE_AFTER = (1.0, 3.0)  # seconds the GM's page takes to approve a held call
+ALONE = 10  # GETs of each fragment with nothing else happening, after the first step
 BAR_MS = 200.0  # p95 of every measure, for a step to count as carried
 GM_ROUND_DELAY = 0.2  # GM_SCRIPTED_DELAY: seconds before each of the GM's rounds
 GM_WORD_DELAY = 0.04  # GM_SCRIPTED_WORD_DELAY: seconds before each word the GM says
@@ -1132,6 +1133,24 @@ def report(step: Step) -> None:
     )
 
 
+def alone(table: dict[str, Any]) -> None:
+    """Each fragment fetched by one page with nothing else happening (the step's GM turns have
+    ended), ALONE times in a row: what a fetch costs without any queue in front of it."""
+    from campaigns.models import Turn
+
+    seat = table["seats"][1]
+    turn = Turn.objects.filter(campaign_id=table["id"]).order_by("-pk").values_list("pk").first()
+    queries = ["board/", "approvals/", "feed/"] + ([f"feed/?turn={turn[0]}"] if turn else [])
+    times = []
+    for query in queries:
+        path = f"/campaigns/{table['id']}/{query}"
+        runs = [http_request(seat["port"], "GET", path, seat["cookie"], seat["csrf"], html=True)
+                for _ in range(ALONE)]  # fmt: skip
+        assert all(status == 200 for status, _, _ in runs), (path, [r[0] for r in runs])
+        times.append(f"{query} {statistics.median(ms for *_, ms in runs):.1f} ms")
+    print(f"one page alone, each fragment {ALONE} times in a row, median: " + ", ".join(times))
+
+
 def main(seconds: int, gap: int, workers: int, servers: int, steps: list[int]) -> None:
     from django.db import connections
 
@@ -1157,6 +1176,8 @@ def main(seconds: int, gap: int, workers: int, servers: int, steps: list[int]) -
                 step = Step(size, seconds, gap)
                 run_step(step, tables[:size], [p.pid for p in processes], sampler)
                 report(step)
+                if not done:
+                    alone(tables[0])
                 sys.stdout.flush()
                 done.append(step)
                 if sum(not s.carried for s in done) == 2:  # one more step past the first miss
@@ -1208,7 +1229,7 @@ if __name__ == "__main__":
             "gap": 15,
             "workers": 4,
             "servers": 2,
-            "steps": [5, 10, 20, 30, 40, 60, 80],
+            "steps": [1, 2, 5, 10, 20, 40, 60, 80],
         },
         smoke={"seconds": 8, "gap": 2, "workers": 2, "servers": 1, "steps": [1, 2]},
     )
