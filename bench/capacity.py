@@ -333,9 +333,10 @@ class Page:
                 self.refresh_turn(turn)
             elif turn is None and invocation:
                 self.draw_change(invocation, f"change={invocation}")
-            elif turn is None and data.get("entity") == "creature" and not data.get("facet"):
-                added = data.get("fields")  # a creature made by set-up
-                self.draw_change(f"added-{data['id']}", f"added={data['id']}") if added else None
+            elif turn is None and (  # a creature made by set-up: its row whole
+                data.get("entity") == "creature" and not data.get("facet") and data.get("fields")
+            ):
+                self.draw_change(f"added-{data['id']}", f"added={data['id']}")
         elif kind == "approval_resolved":
             if self.known(turn):
                 self.refresh_turn(turn)
