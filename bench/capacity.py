@@ -13,8 +13,8 @@ fresh one, dropped at the end.)
 web server there is followed), on PostgreSQL + Redis with production settings
 (bench/ws_fanout.py's `production_environment`: DJANGO_DEBUG=0, fresh keys, the scripted GM).
 The scripted GM plays at a model's pace: GM_SCRIPTED_DELAY before each round and
-GM_SCRIPTED_WORD_DELAY before each word it says, so a turn streams its 30-60 words over about
-3 s with one to three tool calls (the words and events per turn are printed).
+GM_SCRIPTED_WORD_DELAY before each word it says, so a turn streams its 20-60 words (about
+40 on average) over 1-4 s with one to three tool calls (words and events per turn are printed).
 
 **A table** is a campaign under the default approval policy (`watchful`,
 docs/architecture.md#approval-fatigue), its owner (the GM's seat at the table) and four players
@@ -96,7 +96,7 @@ EXPECTED = {
 GOBLIN = "Goblin Warchief Grishnak of the Black Hills"
 HEROES = ["Aldric Stormborn of Varn", "Brenna Ironhand Vael", "Corwin Ashgrove Dunmere",
           "Delphine Moonwhisper Kaur"]  # fmt: skip
-# What a player says to the GM: one to three tool calls, about 30 to 60 words of narration
+# What a player says to the GM: one to three tool calls, 20 to 60 words of narration
 # (the names above are long on purpose: the scripted GM repeats them, as a model would).
 SAYINGS = [
     (0.35, "I attack the goblin, then I attack the goblin again and move me to {x},{y}."),
