@@ -235,12 +235,14 @@ class Page:
             )
 
     def refresh_turn(self, turn: int) -> None:
-        self.spawn(self._refresh_turn(turn))
-
-    async def _refresh_turn(self, turn: int) -> None:
+        # An async function runs up to its first await at once: the request is numbered and on
+        # its way before the next event's handler looks.
         generation = self.generation.get(turn, 0) + 1
         self.generation[turn] = generation
         self.on_their_way.add(turn)
+        self.spawn(self._refresh_turn(turn, generation))
+
+    async def _refresh_turn(self, turn: int, generation: int) -> None:
         try:
             html = await self.fetch("feed ?turn=", f"feed/?turn={turn}")
         finally:
@@ -272,19 +274,22 @@ class Page:
         if self.board_running is not None:
             self.board_again = True
             return self.board_running
+        self.board_again = False  # at once, as the async function's start runs (see above)
         self.board_running = asyncio.ensure_future(self._board())
         return self.board_running
 
     async def _board(self) -> None:
         attempt = 0
         while True:
-            self.board_again = False
             if await self.fetch("board", "board/") is None:
                 attempt += 1
                 self.board_again = attempt < 5
                 await asyncio.sleep(0.5 * 2**attempt)
+            else:
+                attempt = 0
             if not self.board_again:
                 break
+            self.board_again = False
         self.board_running = None
 
     # approval.js
