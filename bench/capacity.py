@@ -201,11 +201,19 @@ class Page:
         self,
         fetch: Callable[[str, str], Any],
         spawn: Callable[[Any], None],
+        count: Callable[[str], None],
         card: Callable[[str], None] | None = None,
     ) -> None:
         self.fetch = fetch  # async (kind, query) -> the fragment's text, or None if it failed
         self.spawn = spawn  # start a coroutine, as a handler's promise runs on
+        self.count = count  # count("gaps"), count("reordered"), count("resyncs")
         self.card = card  # shown the approval card as drawn (the GM's page answers it)
+        self.seq = 0  # socket.js's lastSeq: the page's boot seq, then each event's
+        self.held: list[dict[str, Any]] = []
+        self.resyncing = False
+        self.gap_timer: asyncio.TimerHandle | None = None
+        self.last_resync = 0.0  # when its last resync began
+        self.moved = asyncio.Event()  # set as `seq` moves on
         self.turns: dict[int, DrawnTurn] = {}
         self.messages: set[int] = set()
         self.rolls: set[int] = set()
@@ -300,6 +308,68 @@ class Page:
         html = await self.fetch("approvals", "approvals/")
         if html is not None and self.card is not None:
             self.card(html)
+
+    # socket.js: events in seq order, a gap waits, then a resync
+    def receive(self, envelope: dict[str, Any]) -> None:
+        if self.resyncing:
+            self.held.append(envelope)
+            return
+        if envelope["seq"] <= self.seq:
+            return
+        if envelope["seq"] > self.seq + 1:
+            self.held.append(envelope)
+            if self.gap_timer is None:
+                self.count("gaps")
+                self.gap_timer = asyncio.get_running_loop().call_later(REORDER_WAIT, self.gap_open)
+            return
+        self.apply(envelope)
+        self.drain()
+
+    def apply(self, envelope: dict[str, Any]) -> None:
+        self.seq = envelope["seq"]
+        self.moved.set()
+        self.emit(envelope)
+
+    def drain(self) -> None:
+        self.held.sort(key=lambda e: e["seq"])
+        while self.held and self.held[0]["seq"] <= self.seq + 1:
+            following = self.held.pop(0)
+            if following["seq"] == self.seq + 1:
+                self.apply(following)
+        if not self.held and self.gap_timer is not None:
+            self.gap_timer.cancel()
+            self.gap_timer = None
+            self.count("reordered")
+
+    def gap_open(self) -> None:
+        self.gap_timer = None
+        if self.held:
+            self.resync()
+
+    def resync(self) -> None:
+        if self.gap_timer is not None:
+            self.gap_timer.cancel()
+            self.gap_timer = None
+        if self.resyncing:
+            return
+        self.resyncing = True
+        self.last_resync = time.time()
+        self.count("resyncs")
+        self.spawn(self._resync())
+
+    async def _resync(self) -> None:
+        for attempt in range(10):
+            seq = await self.reload()
+            if seq is not None:
+                self.seq = max(self.seq, seq)
+                break
+            await asyncio.sleep(min(2**attempt, 15))
+        self.resyncing = False
+        for envelope in sorted(self.held, key=lambda e: e["seq"]):
+            if envelope["seq"] > self.seq:
+                self.apply(envelope)
+        self.held = []
+        self.moved.set()
 
     # socket.js's reload, after a gap or a newer hello
     async def reload(self) -> int | None:
@@ -436,17 +506,14 @@ async def _people(conn: Connection, tables: list[dict[str, Any]]) -> None:
 
         def __init__(self, table: dict[str, Any], seat: dict[str, Any]) -> None:
             self.table, self.seat = table, seat
-            self.page = Page(self.fetch, spawn, self.card if seat["gm"] else None)
+            self.page = Page(self.fetch, spawn, self.count, self.card if seat["gm"] else None)
             self.answering: set[str] = set()  # held calls this (GM's) page is answering
             self.calls: dict[int, int] = {}  # GM turn -> its calls, from gm_turn_completed
             self.seen: dict[tuple[str, Any], float] = {}  # an action's event -> received at
-            self.seq = 0
-            self.held: list[dict[str, Any]] = []
-            self.resyncing = False
-            self.gap_timer: asyncio.TimerHandle | None = None
-            self.last_resync = 0.0  # when its last resync began
-            self.moved = asyncio.Event()
             self.gm_words: dict[int, list[str]] = defaultdict(list)
+
+        def count(self, name: str) -> None:
+            setattr(stats, name, getattr(stats, name) + 1)
 
         def card(self, html: str) -> None:
             """The GM reads the approval card and approves each held call a moment later."""
@@ -469,8 +536,9 @@ async def _people(conn: Connection, tables: list[dict[str, Any]]) -> None:
                 return None
             return text
 
-        # socket.js
         def receive(self, envelope: dict[str, Any]) -> None:
+            """What the bench reads off the socket (when an action's event came), then the page's
+            own handling."""
             now = time.time()
             kind, data = envelope["type"], envelope.get("data") or {}
             key = {
@@ -488,65 +556,7 @@ async def _people(conn: Connection, tables: list[dict[str, Any]]) -> None:
                 self.calls[envelope["turn"]] = len(data.get("invocations") or [])
             if measuring:
                 stats.events += 1
-            if self.resyncing:
-                self.held.append(envelope)
-                return
-            if envelope["seq"] <= self.seq:
-                return
-            if envelope["seq"] > self.seq + 1:
-                self.held.append(envelope)
-                if self.gap_timer is None:
-                    stats.gaps += 1
-                    self.gap_timer = loop.call_later(REORDER_WAIT, self.gap_open)
-                return
-            self.apply(envelope)
-            self.drain()
-
-        def apply(self, envelope: dict[str, Any]) -> None:
-            self.seq = envelope["seq"]
-            self.moved.set()
-            self.page.emit(envelope)
-
-        def drain(self) -> None:
-            self.held.sort(key=lambda e: e["seq"])
-            while self.held and self.held[0]["seq"] <= self.seq + 1:
-                following = self.held.pop(0)
-                if following["seq"] == self.seq + 1:
-                    self.apply(following)
-            if not self.held and self.gap_timer is not None:
-                self.gap_timer.cancel()
-                self.gap_timer = None
-                stats.reordered += 1
-
-        def gap_open(self) -> None:
-            self.gap_timer = None
-            if self.held:
-                self.resync()
-
-        def resync(self) -> None:
-            if self.gap_timer is not None:
-                self.gap_timer.cancel()
-                self.gap_timer = None
-            if self.resyncing:
-                return
-            self.resyncing = True
-            self.last_resync = time.time()
-            stats.resyncs += 1
-            spawn(self._resync())
-
-        async def _resync(self) -> None:
-            for attempt in range(10):
-                seq = await self.page.reload()
-                if seq is not None:
-                    self.seq = max(self.seq, seq)
-                    break
-                await asyncio.sleep(min(2**attempt, 15))
-            self.resyncing = False
-            for envelope in sorted(self.held, key=lambda e: e["seq"]):
-                if envelope["seq"] > self.seq:
-                    self.apply(envelope)
-            self.held = []
-            self.moved.set()
+            self.page.receive(envelope)
 
     class Socket(WebSocketClientProtocol):
         person: Person
@@ -556,8 +566,8 @@ async def _people(conn: Connection, tables: list[dict[str, Any]]) -> None:
             if envelope["type"] == "hello":
                 if not self.factory.hello.done():
                     self.factory.hello.set_result(envelope["seq"])
-                elif envelope["seq"] > self.person.seq:
-                    self.person.resync()
+                elif envelope["seq"] > self.person.page.seq:
+                    self.person.page.resync()
                 return
             if isinstance(envelope.get("seq"), int):
                 self.person.receive(envelope)
@@ -575,7 +585,7 @@ async def _people(conn: Connection, tables: list[dict[str, Any]]) -> None:
             status, html, _ = await request(seat, "GET", f"/campaigns/{table['id']}/")
             if status != 200:
                 raise RuntimeError(f"the campaign page answered {status}")
-            person.seq = int(SEQ.search(html)[1]) if SEQ.search(html) else 0
+            person.page.seq = int(SEQ.search(html)[1]) if SEQ.search(html) else 0
             person.page.draw(html)
             factory = WebSocketClientFactory(
                 f"ws://127.0.0.1:{seat['port']}/ws/campaigns/{table['id']}/",
@@ -589,8 +599,8 @@ async def _people(conn: Connection, tables: list[dict[str, Any]]) -> None:
             _, socket = await loop.create_connection(factory, "127.0.0.1", seat["port"])
             socket.person = person
             seq = await asyncio.wait_for(factory.hello, TIMEOUT)
-            if seq > person.seq:
-                person.resync()
+            if seq > person.page.seq:
+                person.page.resync()
             person.page.redraw_approvals()  # approval.js draws the card on load
         return socket
 
@@ -637,7 +647,7 @@ async def _people(conn: Connection, tables: list[dict[str, Any]]) -> None:
                 (stats.own if person is actor else stats.others).append(
                     (person.seen[key] - sent) * 1000
                 )
-            elif person.last_resync > sent or person.resyncing:
+            elif person.page.last_resync > sent or person.page.resyncing:
                 stats.caught_up += 1
             else:
                 stats.lost += 1
@@ -726,18 +736,18 @@ async def _people(conn: Connection, tables: list[dict[str, Any]]) -> None:
     _, last = await commands.get()  # the GM turns have ended: each page's campaign's last seq
 
     async def caught_up(person: Person) -> None:
-        while person.seq < last[person.table["id"]] or person.resyncing:
-            person.moved.clear()
-            await person.moved.wait()
+        while person.page.seq < last[person.table["id"]] or person.page.resyncing:
+            person.page.moved.clear()
+            await person.page.moved.wait()
 
     everyone = [p for seats in people.values() for p in seats]
     try:
         await asyncio.wait_for(asyncio.gather(*(caught_up(p) for p in everyone)), TIMEOUT)
     except TimeoutError:
         behind = [
-            (p.seat["name"], p.seq, last[p.table["id"]])
+            (p.seat["name"], p.page.seq, last[p.table["id"]])
             for p in everyone
-            if p.seq < last[p.table["id"]]
+            if p.page.seq < last[p.table["id"]]
         ]
         stats.problems.append(f"pages behind their campaign's last event: {behind[:5]}")
     while tasks:  # the fetches and measurements still on their way
