@@ -85,7 +85,7 @@ REORDER_WAIT = 0.5  # seconds a gap waits for its events (static/js/table/socket
 EVENT_WAIT = 15.0  # seconds an action's event has to reach every page before it counts lost
 QUIET_TIMEOUT = 120  # seconds for the GM turns to end and the pages to catch up after a step
 # What each action may answer without being an error (409: later calls depend on the turn, or
-# the held call was already answered; 400: a move to where the token already is).
+# the held call was already answered; 400: a move the map refuses).
 EXPECTED = {
     "POST turns/": {201},
     "POST rolls/": {201},
