@@ -42,6 +42,7 @@ bench: install
 	$(BIN)/python bench/admin_changelist.py $(BENCH_ARGS)
 	$(BIN)/python bench/analytics_scale.py $(BENCH_ARGS)
 	REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:6379/4} $(BIN)/python bench/gm_throughput.py $(BENCH_ARGS)
+	REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:6379/4} $(BIN)/python bench/capacity.py $(BENCH_ARGS)
 
 bench-smoke: BENCH_ARGS = --smoke
 bench-smoke: bench

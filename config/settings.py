@@ -449,6 +449,8 @@ if not 0 < GM_STOP_POLL_SECONDS <= 1:
     raise ImproperlyConfigured("GM_STOP_POLL_SECONDS must be more than 0 and at most 1.")
 # Seconds the scripted GM waits before each round, as a model would (benchmarks, process tests).
 GM_SCRIPTED_DELAY = float(os.environ.get("GM_SCRIPTED_DELAY", "0"))
+# Seconds it waits before each word of its narration, as a model streams (0: a sentence at once).
+GM_SCRIPTED_WORD_DELAY = float(os.environ.get("GM_SCRIPTED_WORD_DELAY", "0"))
 
 # Adaptive approval (audit/approval.py): under the `adaptive` policy, a (model, tool) pair whose
 # last APPROVAL_ADAPTIVE_WINDOW calls that ran were undone at a rate of at least

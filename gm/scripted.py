@@ -10,7 +10,8 @@ It plays in rounds as a model does: each tool call ends a round (the narration s
 one, then the call, named `scripted-<n>`), and a last round closes the turn. Every attempt at a
 turn decides from the state the turn began with and gets the outcomes its calls had, so a turn
 resumed after a crash says and does exactly what the first attempt did, each call applied once.
-`GM_SCRIPTED_DELAY` makes each new round wait as long as a model would think.
+`GM_SCRIPTED_DELAY` makes each new round wait as long as a model would think, and
+`GM_SCRIPTED_WORD_DELAY` makes it say its narration a word at a time, as a model streams.
 """
 
 import random
@@ -104,7 +105,12 @@ class _ScriptedTurn:
         self.round([], stop_reason="end_turn")
 
     def say(self, text: str) -> None:
-        self.session.say(text + " ")
+        if pause := settings.GM_SCRIPTED_WORD_DELAY:
+            for word in text.split(" "):
+                time.sleep(pause)
+                self.session.say(word + " ")
+        else:
+            self.session.say(text + " ")
         self.unsaid.append(text + " ")
 
     def round(self, blocks: list[dict[str, Any]], *, stop_reason: str) -> Round:

@@ -9,6 +9,7 @@ from audit.services import turn_undo
 from campaigns.models import Campaign, ChatMessage, Creature, Encounter, Resource
 from campaigns.selectors import campaign_state
 from gm.scripted import DAMAGE, HINT, MODEL
+from gm.session import DELTA_MIN_CHARS
 from tests.gm.conftest import of_turn
 
 
@@ -181,3 +182,24 @@ def test_plain_talk_gets_a_hint_and_no_tool_call(world, play):
     assert calls(turn) == []
     assert turn.status == "completed"
     assert reply(turn) == HINT
+
+
+def test_a_word_delay_streams_the_narration_a_word_at_a_time(
+    world, play, events, settings, monkeypatch
+):
+    # GM_SCRIPTED_WORD_DELAY (the capacity bench's pace of a model's stream): a wait before
+    # each word, and the words leave as they are said, the narration unchanged.
+    settings.GM_SCRIPTED_WORD_DELAY = 0.05
+    waits = []
+    monkeypatch.setattr("gm.scripted.time.sleep", waits.append)
+    turn = play("I attack the goblin and move me to 3,4")
+
+    assert [r.tool_name for r in calls(turn)] == ["modify_creature", "move_token"]
+    words = reply(turn).split()
+    assert waits.count(0.05) == len(words)
+    deltas = [e["data"]["text"] for e in of_turn(events, turn) if e["type"] == "gm_text_delta"]
+    assert "".join(deltas).strip() == reply(turn)
+    # Each delta is the few words said since the last one (without the delay: a sentence).
+    longest = max(len(word) for word in words) + 1
+    assert all(len(delta) < DELTA_MIN_CHARS + longest for delta in deltas)
+    assert len(deltas) > len(reply(turn)) // (DELTA_MIN_CHARS + longest)
