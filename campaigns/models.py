@@ -77,6 +77,11 @@ class Campaign(models.Model):
     # Last realtime event number handed out (docs/api.md#the-live-feed-websocket); advanced under
     # the campaign row lock.
     event_seq = models.BigIntegerField(default=0, editable=False)
+    # The number of the last event that may change what the page draws: every event but the
+    # GM's streamed words (`gm_text_delta`), which only the page's script writes. Advanced with
+    # `event_seq`, in the same statement; the page's fragments are kept under it
+    # (web/pages/fragments.py), so a turn's narration streaming does not make them drawn anew.
+    drawn_seq = models.BigIntegerField(default=0, editable=False)
     # The head of the campaign's invocation log (audit/chain.py): the last row's sequence number
     # and the last link's hash (a row's, or a status transition's after it). Written by every
     # writer of the log in the transaction that appends, under this row's lock, so the dispatch

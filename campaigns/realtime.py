@@ -22,7 +22,7 @@ from django.utils import timezone
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from campaigns.events import CATALOGUE, Event, Hello
+from campaigns.events import CATALOGUE, Event, GMTextDelta, Hello
 from campaigns.models import Campaign, Source
 from campaigns.visibility import player_envelopes
 
@@ -110,8 +110,11 @@ def broadcast_on_commit(
     strangers = [e.get("type") for e in events if e.get("type") not in CATALOGUE]
     if strangers:
         raise TypeError(f"not events of the catalogue (campaigns.events): {strangers}")
+    drawn = any(e.get("type") != GMTextDelta.type for e in events)
     last = (
-        after + len(events) if after is not None else _advance_event_seq(campaign_id, len(events))
+        after + len(events)
+        if after is not None
+        else _advance_event_seq(campaign_id, len(events), drawn=drawn)
     )
     at = timezone.now().isoformat()
     first = last - len(events) + 1
@@ -125,14 +128,18 @@ def broadcast_on_commit(
     return envelopes
 
 
-def _advance_event_seq(campaign_id: Any, count: int) -> int:
-    """Reserve `count` event numbers; the row lock it takes is held until the caller commits."""
+def _advance_event_seq(campaign_id: Any, count: int, *, drawn: bool) -> int:
+    """Reserve `count` event numbers; the row lock it takes is held until the caller commits.
+    `drawn`: some of the events may change what the page draws (any but the GM's streamed
+    words), so `drawn_seq` moves with them (both right-hand sides read the row as it was)."""
     table = connection.ops.quote_name(Campaign._meta.db_table)
     pk = Campaign._meta.pk.get_db_prep_value(campaign_id, connection)
+    also = ", drawn_seq = event_seq + %s" if drawn else ""
     with transaction.atomic(savepoint=False), connection.cursor() as cursor:
         cursor.execute(
-            f"UPDATE {table} SET event_seq = event_seq + %s WHERE id = %s RETURNING event_seq",
-            [count, pk],
+            f"UPDATE {table} SET event_seq = event_seq + %s{also} WHERE id = %s "
+            "RETURNING event_seq",
+            [count, *([count] if drawn else []), pk],
         )
         return cursor.fetchone()[0]
 

@@ -108,7 +108,7 @@ def log_append_sql(
     params = [
         [_prep(f, getattr(row, f.attname)) for f in ToolInvocation._meta.concrete_fields],
         [value for entry in entries for value in entry],
-        [row.sequence, row.row_hash, event_seq, campaign_id],
+        [row.sequence, row.row_hash, event_seq, event_seq, campaign_id],
         [row.turn_id] if check_turn else [],
     ]
     shape = (connection.vendor, len(entries), check_turn)
@@ -135,7 +135,7 @@ def _append_statements(entries: int, check_turn: bool) -> list[str]:
         _insert_sql(ToolInvocation._meta.db_table, fields, 1),
         _insert_sql(WriteSetEntry._meta.db_table, entry_fields, entries) if entries else "",
         f"UPDATE {quote(campaign.db_table)} SET log_sequence = %s, log_head = %s, "
-        f"event_seq = %s WHERE {quote(campaign.pk.column)} = %s",
+        f"event_seq = %s, drawn_seq = %s WHERE {quote(campaign.pk.column)} = %s",
         f"SELECT EXISTS (SELECT 1 FROM {quote(turns.db_table)} WHERE "
         f"{quote(turns.pk.column)} = %s AND reverted_at IS NOT NULL)"
         if check_turn

@@ -302,7 +302,8 @@ def _append(row: ToolInvocation, locked: Campaign, *, event_seq: int, turn_check
         raise AuditLogFailure() from exc
     if undone:
         raise Conflict(UNDONE)
-    locked.log_sequence, locked.log_head, locked.event_seq = row.sequence, row.row_hash, event_seq
+    locked.log_sequence, locked.log_head = row.sequence, row.row_hash
+    locked.event_seq = locked.drawn_seq = event_seq
 
 
 UNDONE = "This turn has been undone; no more tool calls can join it."

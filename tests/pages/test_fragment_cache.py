@@ -233,3 +233,36 @@ def test_entries_outside_turns_are_drawn_once_for_each_sight(world: World):
         f"/campaigns/{world.campaign.pk}/feed/?added={world.goblin.pk}"
     )
     assert goblin.status_code == 404  # in the fog: not drawn for a player's sight
+
+
+def test_the_gms_streamed_words_do_not_make_the_table_draw_again(world: World):
+    """`gm_text_delta` changes no drawing (the page's script writes the words): the campaign's
+    event number moves with it, the fragments' version (`drawn_seq`) does not; any other event
+    moves both."""
+    from campaigns.events import GMTextDelta, MessageCreated
+    from campaigns.models import Source
+    from campaigns.realtime import broadcast_on_commit, event
+
+    turn = world.turn(world.player, "I listen.")
+    client = signed_in(world.player)
+    fetch(client, world)
+    fetch(client, world, f"?turn={turn.pk}")
+    before = Campaign.objects.get(pk=world.campaign.pk)
+    fragments.renders.clear()
+    for word in ("The ", "door ", "creaks."):
+        broadcast_on_commit(
+            world.campaign.pk,
+            [event(GMTextDelta(text=word), source=Source.AI_TOOL_EXECUTION, turn=turn.pk)],
+        )
+    fetch(client, world)
+    fetch(client, world, f"?turn={turn.pk}")
+    after = Campaign.objects.get(pk=world.campaign.pk)
+    assert (after.event_seq, after.drawn_seq) == (before.event_seq + 3, before.drawn_seq)
+    assert dict(fragments.renders) == {}
+    said = MessageCreated(id=0, role="gm", content="The door creaks.", author=None, gm=None)
+    broadcast_on_commit(
+        world.campaign.pk, [event(said, source=Source.AI_TOOL_EXECUTION, turn=turn.pk)]
+    )
+    fetch(client, world)
+    assert Campaign.objects.get(pk=world.campaign.pk).drawn_seq == after.event_seq + 1
+    assert dict(fragments.renders) == {"board": 1}

@@ -8,9 +8,11 @@ may undo this turn and the later ones. Those facts are the viewer's class (`boar
 `fragments` cache: every other viewer of that class is sent the same HTML. A table of five
 draws each change once for the GM and once for the players, not once per socket.
 
-Why the event number is the version: every change to what a fragment shows is announced by an
-event (the page refetches on nothing else), and each event raises the campaign's `event_seq`, so
-a newer event means a new key and older entries age out (`FRAGMENT_TTL`). A drawing is never
+Why an event number is the version: every change to what a fragment shows is announced by an
+event (the page refetches on nothing else), and each such event raises the campaign's
+`drawn_seq`: every event does but the GM's streamed words, which change no drawing (the script
+writes them), so a turn streaming its narration does not make the table's fragments drawn anew.
+A newer event means a new key and older entries age out (`FRAGMENT_TTL`). A drawing is never
 older than its key: the number is read before the world is. What changes without an event is in
 the key itself (a turn's Stop: its status and `cancel_requested_at`).
 
@@ -50,7 +52,7 @@ def _cache() -> Any:
 def drawn(*, campaign: Campaign, fragment: str, viewer: str, draw: Callable[[], Any]) -> Any:
     """The fragment `fragment` of `campaign` for the viewer class `viewer` at the campaign's
     current event number: from the cache, or drawn by `draw` (and kept)."""
-    key = f"fragment:{campaign.pk}:{campaign.event_seq}:{fragment}:{viewer}"
+    key = f"fragment:{campaign.pk}:{campaign.drawn_seq}:{fragment}:{viewer}"
     kept = _cache().get(key)
     if kept is not None:
         return kept
