@@ -102,10 +102,11 @@ def http(
         request.add_header("Authorization", f"Token {token}")
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
-            status, headers, raw = response.status, dict(response.headers), response.read()
+            status, message, raw = response.status, response.headers, response.read()
     except urllib.error.HTTPError as error:
-        status, headers, raw = error.code, dict(error.headers), error.read()
-    if headers.get("Content-Type", "").startswith("application/json"):
+        status, message, raw = error.code, error.headers, error.read()
+    headers = dict(message)  # as the server spelled the names: uvicorn's are lower case
+    if message.get_content_type() == "application/json":  # whatever the name's case
         return status, headers, json.loads(raw)
     return status, headers, raw.decode(errors="replace")
 
