@@ -10,6 +10,7 @@ inherits the settings that point at the caller's database). GM turns run in task
 import base64
 import hashlib
 import json
+import multiprocessing
 import os
 import signal
 import socket
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -61,12 +63,51 @@ def _release_database_connections() -> None:
             connection.close_pool()
 
 
+class UvicornProcess(multiprocessing.get_context("fork").Process):
+    """uvicorn with the Procfile's options in a forked child, as `DaphneProcess` runs Daphne:
+    `port`, `ready` (set once the socket listens: a request waits in its backlog until the
+    server accepts), `errors`. SIGTERM (`terminate`) stops it as honcho's does."""
+
+    def __init__(self, get_application: Any) -> None:
+        super().__init__()
+        self.get_application = get_application
+        self.port = multiprocessing.Value("i", 0)
+        self.ready = multiprocessing.Event()
+        self.errors = multiprocessing.Queue()
+
+    def run(self) -> None:
+        try:
+            import uvicorn
+
+            listening = socket.socket()
+            listening.bind(("127.0.0.1", 0))
+            listening.listen(128)
+            config = uvicorn.Config(
+                self.get_application(),
+                **{"loop": "uvloop", "http": "httptools", "ws": "websockets-sansio"},
+                **{"lifespan": "on", "proxy_headers": False, "timeout_graceful_shutdown": 3},
+                log_level="warning",
+            )
+            self.port.value = listening.getsockname()[1]
+            self.ready.set()
+            uvicorn.Server(config).run(sockets=[listening])
+        except BaseException as exc:
+            self.errors.put((exc, traceback.format_exc()))
+
+
+def web_server_process() -> Any:
+    """The tests' server: Daphne, or uvicorn with TEST_WEB_SERVER=uvicorn (the Procfile's)."""
+    if os.environ.get("TEST_WEB_SERVER", "daphne") == "uvicorn":
+        return UvicornProcess(get_application=_application)
+    return DaphneProcess(host="127.0.0.1", get_application=_application)
+
+
 @contextmanager
 def daphne_server() -> Iterator[str]:
-    """The whole app (HTTP, websockets, static files) in a forked Daphne on a free port: its
-    base URL, until the body ends."""
+    """The whole app (HTTP, websockets, static files) in a forked Daphne (or uvicorn:
+    `web_server_process`) on a free port: its base URL, until the body ends."""
     _release_database_connections()
-    process = DaphneProcess(host="127.0.0.1", get_application=_application)
+    process = web_server_process()
     # Nor its thread for database work from async code: once this process has used it, the
     # child would inherit an executor whose one thread it does not have, and every consumer's
     # database call (a websocket handshake) would wait forever. The child gets a fresh one.
@@ -81,7 +122,7 @@ def daphne_server() -> Iterator[str]:
     try:
         if not process.ready.wait(timeout=30):
             error = "" if process.errors.empty() else process.errors.get_nowait()[1]
-            raise RuntimeError(f"Daphne did not start.\n{error}")
+            raise RuntimeError(f"The server did not start.\n{error}")
         yield f"http://127.0.0.1:{process.port.value}"
     finally:
         process.terminate()
