@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
+from email.message import Message
 from pathlib import Path
 from typing import Any
 
@@ -131,9 +132,11 @@ def daphne_server() -> Iterator[str]:
 
 def http(
     method: str, url: str, body: Any = None, token: str = "", timeout: float = 30
-) -> tuple[int, dict[str, str], Any]:
+) -> tuple[int, Message, Any]:
     """One plain HTTP request, as an outside client sends it: (status, headers, parsed body).
-    The body is JSON when the server says so, else text, so an HTML error page shows as such."""
+    The headers are looked up by name whatever its case (uvicorn sends names in lower case,
+    Daphne capitalised); the body is JSON when the server says so, else text, so an HTML error
+    page shows as such."""
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(url, data=data, method=method)
     request.add_header("Accept", "application/json")
@@ -146,10 +149,9 @@ def http(
             status, message, raw = response.status, response.headers, response.read()
     except urllib.error.HTTPError as error:
         status, message, raw = error.code, error.headers, error.read()
-    headers = dict(message)  # as the server spelled the names: uvicorn's are lower case
-    if message.get_content_type() == "application/json":  # whatever the name's case
-        return status, headers, json.loads(raw)
-    return status, headers, raw.decode(errors="replace")
+    if message.get_content_type() == "application/json":
+        return status, message, json.loads(raw)
+    return status, message, raw.decode(errors="replace")
 
 
 def api_token(base_url: str, username: str) -> str:
