@@ -12,7 +12,7 @@ $(BIN)/.installed: requirements.txt requirements-dev.txt requirements-bench.txt
 .PHONY: install run test lint bench bench-smoke
 install: $(BIN)/.installed
 
-# The Procfile's web server (Daphne: HTTP and the websockets) and task worker, through honcho,
+# The Procfile's web server (uvicorn: HTTP and the websockets) and task worker, through honcho,
 # after migrate, createcachetable and seed_demo; Ctrl-C stops both. `make run PORT=8001` serves
 # on another port; a port already in use is refused before anything starts (scripts/run.py).
 PORT ?= 8000
@@ -39,6 +39,7 @@ bench: install
 	REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:6379/4} $(BIN)/python bench/ws_fanout.py $(BENCH_ARGS)
 	REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:6379/4} $(BIN)/python bench/table_load.py $(BENCH_ARGS)
 	REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:6379/4} $(BIN)/python bench/asgi_handler.py $(BENCH_ARGS)
+	REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:6379/4} $(BIN)/python bench/asgi_servers.py $(BENCH_ARGS)
 	$(BIN)/python bench/admin_changelist.py $(BENCH_ARGS)
 	$(BIN)/python bench/analytics_scale.py $(BENCH_ARGS)
 	REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:6379/4} $(BIN)/python bench/gm_throughput.py $(BENCH_ARGS)

@@ -20,6 +20,7 @@ import statistics
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from _setup import django_on_postgres, sizes
@@ -74,14 +75,17 @@ def play(port: int, table: dict[str, Any], token: str, deadline: float, out: dic
                 turn = answer["id"]
 
 
-def phase(server: tuple[Any, int], table: dict[str, Any], seconds: int) -> dict[str, Any]:
-    """The players' closed loop against one server: requests, CPU seconds, wall seconds, ms."""
+def phase(
+    server: tuple[Any, int], table: dict[str, Any], seconds: int, player: Callable = play
+) -> dict[str, Any]:
+    """The players' closed loop (`player`) against one server: requests, CPU seconds, wall
+    seconds, ms."""
     process, port = server
     out: dict[str, list] = {"ms": [], "problems": []}
     deadline = time.monotonic() + seconds
     cpu, started = cpu_seconds([process.pid]), time.monotonic()
     players = [
-        threading.Thread(target=play, args=(port, table, token, deadline, out))
+        threading.Thread(target=player, args=(port, table, token, deadline, out))
         for token in table["tokens"]
     ]
     for player in players:

@@ -41,6 +41,7 @@ import tempfile
 import time
 import urllib.request
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
@@ -156,12 +157,21 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def daphne(port: int, app: str) -> list[str]:
+    """The command line of a Daphne process serving `app` on `port`."""
+    return [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), app]
+
+
 def start_servers(
-    count: int, log_dir: str, apps: list[str] | None = None
+    count: int,
+    log_dir: str,
+    apps: list[str] | None = None,
+    command: Callable[[int, str], list[str]] = daphne,
 ) -> list[tuple[subprocess.Popen, int]]:
-    """`count` Daphne processes on free ports, sharing this process's environment (database,
-    Redis, keys), each ready to accept connections; the i-th serves `apps[i]` (default: the app,
-    `config.asgi:application`; `bench/` is on their PYTHONPATH for the benchmarks' variants)."""
+    """`count` server processes on free ports (`command(port, app)`, Daphne by default), sharing
+    this process's environment (database, Redis, keys), each ready to accept connections; the
+    i-th serves `apps[i]` (default: the app, `config.asgi:application`; `bench/` is on their
+    PYTHONPATH for the benchmarks' variants)."""
     apps = apps or ["config.asgi:application"] * count
     environment = {**os.environ, "PYTHONPATH": os.path.join(ROOT, "bench")}
     servers = []
@@ -169,7 +179,7 @@ def start_servers(
         port = free_port()
         with open(os.path.join(log_dir, f"daphne-{i}.log"), "w") as log:
             process = subprocess.Popen(
-                [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), apps[i]],
+                command(port, apps[i]),
                 cwd=ROOT,
                 env=environment,
                 stdout=log,
@@ -187,7 +197,7 @@ def start_servers(
         else:
             stop_servers(servers)
             with open(os.path.join(log_dir, f"daphne-{i}.log")) as log:
-                raise SystemExit(f"Daphne on port {port} did not start:\n{log.read()[-3000:]}")
+                raise SystemExit(f"The server on port {port} did not start:\n{log.read()[-3000:]}")
     return servers
 
 

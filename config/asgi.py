@@ -1,9 +1,13 @@
 """The ASGI entry point: Django for HTTP, the MCP endpoint beside it
-(`/api/campaigns/{id}/mcp/`, `web.mcp.app`: the official SDK's Streamable HTTP server, which also
-takes the lifespan events of a server that sends them), the campaign feed for websockets.
+(`/api/campaigns/{id}/mcp/`, `web.mcp.app`: the official SDK's Streamable HTTP server), the
+campaign feed for websockets. It runs under uvicorn (the Procfile) or Daphne (the tests' servers,
+`manage.py runserver`): the lifespan events uvicorn sends start and stop the MCP session manager
+and, at shutdown, close the SQLite channel layer (`lifespan`); Daphne sends none (the manager
+starts on first use, the layer closes with Twisted's reactor: `close_when_daphne_stops`).
 
 Websockets sit behind a same-origin check and `AuthMiddlewareStack` (session cookie), with
-`Authorization: Token` header auth for non-browser clients (`web.ws_auth`).
+`Authorization: Token` header auth for non-browser clients (`web.ws_auth`), and are closed after
+settings.WEBSOCKET_TIMEOUT (`closed_after`) under either server.
 
 HTTP runs the middleware chain and the view in one worker thread (`OneHopASGIHandler`).
 
@@ -15,8 +19,10 @@ later (the figures, without and with the freeze:
 docs/performance.md#ws_fanoutpy-an-undo-reaching-10-50-200-websocket-clients).
 """
 
+import asyncio
 import gc
 import os
+from typing import Any
 
 import django
 from asgiref.sync import sync_to_async
@@ -46,18 +52,76 @@ django.setup(set_prefix=False)
 django_asgi_app = OneHopASGIHandler()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from django.conf import settings  # noqa: E402
 
-from config.channel_layer import close_when_daphne_stops  # noqa: E402
+from config.channel_layer import close_sqlite_layer, close_when_daphne_stops  # noqa: E402
 from web.mcp.app import McpEndpoint, mcp_or  # noqa: E402
 from web.routing import websocket_urlpatterns  # noqa: E402
 from web.ws_auth import websocket_stack  # noqa: E402
 
 mcp_endpoint = McpEndpoint()
+
+
+def closed_after(seconds: float, app: Any) -> Any:
+    """`app` with each websocket closed after `seconds` (code 1001, "going away"), whatever
+    server runs it: the page opens a new socket, which joins its campaign's group anew, so a
+    group membership (settings.GROUP_EXPIRY, longer) never lapses under a socket still open.
+    Daphne closes its sockets so itself (its --websocket_timeout); uvicorn keeps them for ever."""
+
+    async def lifetime(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        loop = asyncio.get_running_loop()
+        expired = loop.create_future()
+        timer = loop.call_later(seconds, lambda: expired.done() or expired.set_result(None))
+        open_ = [True]  # neither the app nor the client has closed it yet
+
+        async def sending(message: dict[str, Any]) -> None:
+            if message["type"] == "websocket.close":
+                open_[0] = False
+            await send(message)
+
+        async def receiving() -> dict[str, Any]:
+            incoming = asyncio.ensure_future(receive())
+            try:
+                await asyncio.wait([incoming, expired], return_when=asyncio.FIRST_COMPLETED)
+            except asyncio.CancelledError:
+                incoming.cancel()
+                raise
+            if incoming.done():
+                return incoming.result()
+            incoming.cancel()
+            if open_[0]:
+                open_[0] = False
+                await send({"type": "websocket.close", "code": 1001})
+            return {"type": "websocket.disconnect", "code": 1001}
+
+        try:
+            await app(scope, receiving, sending)
+        finally:
+            timer.cancel()
+
+    return lifetime
+
+
+async def lifespan(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """A server's lifespan events (uvicorn sends them, Daphne none): the MCP session manager
+    starts and stops with them (`web.mcp.app`), and at shutdown, once the manager has stopped,
+    the SQLite channel layer closes, as `close_when_daphne_stops` does under Daphne."""
+
+    async def closing_the_layer(message: dict[str, Any]) -> None:
+        if message["type"] == "lifespan.shutdown.complete":
+            await close_sqlite_layer()
+        await send(message)
+
+    await mcp_endpoint(scope, receive, closing_the_layer)
+
+
 application = ProtocolTypeRouter(
     {
         "http": mcp_or(django_asgi_app, mcp_endpoint),
-        "websocket": websocket_stack(URLRouter(websocket_urlpatterns)),
-        "lifespan": mcp_endpoint,
+        "websocket": closed_after(
+            settings.WEBSOCKET_TIMEOUT, websocket_stack(URLRouter(websocket_urlpatterns))
+        ),
+        "lifespan": lifespan,
     }
 )
 close_when_daphne_stops()

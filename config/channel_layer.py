@@ -16,9 +16,10 @@ it adds to channels-lite's:
   code runs on a loop of its own, which closes after one message and takes its pool's
   connections and threads with it, as channels-redis does with its Redis connections;
 - expiry times are UTC, as Django stores its own datetimes, whatever the machine's time zone;
-- under Daphne, the layer closes before the reactor stops (`close_when_daphne_stops`): Daphne's
-  loop is never closed, and the pool's connection threads (not daemons) would otherwise keep a
-  server with open websockets alive after Ctrl-C until honcho's SIGKILL.
+- the layer closes as the server stops: under Daphne before the reactor stops
+  (`close_when_daphne_stops`), as Daphne's loop is never closed and the pool's connection threads
+  (not daemons) would otherwise keep a server with open websockets alive after Ctrl-C until
+  honcho's SIGKILL; under uvicorn at its lifespan shutdown (`config.asgi`).
 """
 
 import asyncio
@@ -101,19 +102,26 @@ class SQLiteChannelLayer(AIOSQLiteChannelLayer):
         return dt.strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
+async def close_sqlite_layer() -> None:
+    """Close the SQLite layer, if it is this process's: its pollers stop, its pool's connections
+    close and their threads end. A server calls it as it stops (uvicorn's lifespan shutdown,
+    `config.asgi`; Daphne's reactor, `close_when_daphne_stops`)."""
+    from channels.layers import get_channel_layer
+
+    layer = get_channel_layer()
+    if isinstance(layer, SQLiteChannelLayer):
+        await layer.close()
+
+
 def close_when_daphne_stops() -> None:
     """Under Daphne (Twisted's asyncio reactor is running this process), close the SQLite layer
-    before the reactor shuts down: its pollers stop, its pool's connections close and their
-    threads end, so the process exits at once on SIGINT/SIGTERM. Elsewhere, nothing."""
+    before the reactor shuts down, so the process exits at once on SIGINT/SIGTERM. Elsewhere,
+    nothing (uvicorn sends a lifespan shutdown instead: `config.asgi`)."""
     if "twisted.internet.reactor" not in sys.modules:
         return
-    from channels.layers import get_channel_layer
     from twisted.internet import defer, reactor
 
-    def close() -> defer.Deferred | None:
-        layer = get_channel_layer()
-        if not isinstance(layer, SQLiteChannelLayer):
-            return None
-        return defer.Deferred.fromFuture(asyncio.ensure_future(layer.close()))
+    def close() -> defer.Deferred:
+        return defer.Deferred.fromFuture(asyncio.ensure_future(close_sqlite_layer()))
 
     reactor.addSystemEventTrigger("before", "shutdown", close)

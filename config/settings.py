@@ -192,9 +192,10 @@ CHANNEL_LAYER = os.environ.get(
     if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3"
     else "memory",
 )
-# A group membership outlives the longest a socket may stay open: Daphne closes every socket
-# after its --websocket_timeout (the Procfile keeps Daphne's default, 24 h) and the page opens a
-# new one, which joins again. A membership that lapsed first would silence an open socket.
+# A group membership outlives the longest a socket may stay open: the app closes every socket
+# after WEBSOCKET_TIMEOUT (config.asgi.closed_after, under uvicorn as under Daphne, whose own
+# --websocket_timeout default is the same 24 h) and the page opens a new one, which joins again.
+# A membership that lapsed first would silence an open socket.
 WEBSOCKET_TIMEOUT = 86400
 GROUP_EXPIRY = WEBSOCKET_TIMEOUT + 3600
 
@@ -283,7 +284,8 @@ AXES_COOLOFF_TIME = timedelta(seconds=int(os.environ.get("LOGIN_COOLOFF", "900")
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "web.accounts.login_locked_out"
 # The client address is REMOTE_ADDR only (a client can write X-Forwarded-For). Behind a reverse
-# proxy, run Daphne with --proxy-headers so REMOTE_ADDR is the client's address.
+# proxy, give uvicorn --proxy-headers --forwarded-allow-ips=<the proxy's address> in place of the
+# Procfile's --no-proxy-headers, so REMOTE_ADDR is the client's address (docs/operations.md).
 AXES_IPWARE_META_PRECEDENCE_ORDER = ("REMOTE_ADDR",)
 
 # API tokens die this many seconds after they are issued; signing in again issues a new one.

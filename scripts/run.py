@@ -3,11 +3,12 @@ the embedded default (README.md, "Two commands").
 
     .venv/bin/python scripts/run.py [--port PORT]        (what `make run PORT=8001` runs)
 
-A port something else listens on is refused at once, before anything starts: Daphne would find
-out only after the migrations, and its one line would scroll by in honcho's output. Then the
-database is prepared (migrate, createcachetable, seed_demo) and this process becomes honcho,
-which starts `web` and `worker` and, on Ctrl-C, stops both (SIGTERM to each one's process group,
-SIGKILL to what is left after 5 seconds). Nothing here imports Django, so the refusal is quick.
+A port something else listens on is refused at once, before anything starts: the web server
+(uvicorn) would find out only after the migrations, and its one line would scroll by in honcho's
+output. Then the database is prepared (migrate, createcachetable, seed_demo) and this process
+becomes honcho, which starts `web` and `worker` and, on Ctrl-C, stops both (SIGTERM to each one's
+process group, SIGKILL to what is left after 5 seconds). Nothing here imports Django, so the
+refusal is quick.
 """
 
 import argparse
@@ -28,8 +29,8 @@ def port_number(text: str) -> int:
 
 
 def why_busy(host: str, port: int) -> str | None:
-    """Why Daphne could not listen on host:port, or None. The probe binds as Twisted does
-    (SO_REUSEADDR), so a port left in TIME_WAIT by a server that just stopped counts as free
+    """Why the web server could not listen on host:port, or None. The probe binds as uvicorn
+    does (SO_REUSEADDR), so a port left in TIME_WAIT by a server that just stopped counts as free
     and one with a listener, on this address or on all of them, does not."""
     family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
     with socket.socket(family, kind, proto) as probe:
@@ -64,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
-    # The Procfile's `python` and `daphne` are this virtualenv's; output unbuffered, so each
+    # The Procfile's `python` and `uvicorn` are this virtualenv's; output unbuffered, so each
     # line shows up in honcho's output as it is printed.
     env = {
         **os.environ,

@@ -10,6 +10,7 @@ inherits the settings that point at the caller's database). GM turns run in task
 import base64
 import hashlib
 import json
+import multiprocessing
 import os
 import signal
 import socket
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -25,6 +27,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
+from email.message import Message
 from pathlib import Path
 from typing import Any
 
@@ -61,12 +64,51 @@ def _release_database_connections() -> None:
             connection.close_pool()
 
 
+class UvicornProcess(multiprocessing.get_context("fork").Process):
+    """uvicorn with the Procfile's options in a forked child, as `DaphneProcess` runs Daphne:
+    `port`, `ready` (set once the socket listens: a request waits in its backlog until the
+    server accepts), `errors`. SIGTERM (`terminate`) stops it as honcho's does."""
+
+    def __init__(self, get_application: Any) -> None:
+        super().__init__()
+        self.get_application = get_application
+        self.port = multiprocessing.Value("i", 0)
+        self.ready = multiprocessing.Event()
+        self.errors = multiprocessing.Queue()
+
+    def run(self) -> None:
+        try:
+            import uvicorn
+
+            listening = socket.socket()
+            listening.bind(("127.0.0.1", 0))
+            listening.listen(128)
+            config = uvicorn.Config(
+                self.get_application(),
+                **{"loop": "uvloop", "http": "httptools", "ws": "websockets-sansio"},
+                **{"lifespan": "on", "proxy_headers": False, "timeout_graceful_shutdown": 3},
+                log_level="warning",
+            )
+            self.port.value = listening.getsockname()[1]
+            self.ready.set()
+            uvicorn.Server(config).run(sockets=[listening])
+        except BaseException as exc:
+            self.errors.put((exc, traceback.format_exc()))
+
+
+def web_server_process() -> Any:
+    """The tests' server: Daphne, or uvicorn with TEST_WEB_SERVER=uvicorn (the Procfile's)."""
+    if os.environ.get("TEST_WEB_SERVER", "daphne") == "uvicorn":
+        return UvicornProcess(get_application=_application)
+    return DaphneProcess(host="127.0.0.1", get_application=_application)
+
+
 @contextmanager
 def daphne_server() -> Iterator[str]:
-    """The whole app (HTTP, websockets, static files) in a forked Daphne on a free port: its
-    base URL, until the body ends."""
+    """The whole app (HTTP, websockets, static files) in a forked Daphne (or uvicorn:
+    `web_server_process`) on a free port: its base URL, until the body ends."""
     _release_database_connections()
-    process = DaphneProcess(host="127.0.0.1", get_application=_application)
+    process = web_server_process()
     # Nor its thread for database work from async code: once this process has used it, the
     # child would inherit an executor whose one thread it does not have, and every consumer's
     # database call (a websocket handshake) would wait forever. The child gets a fresh one.
@@ -81,7 +123,7 @@ def daphne_server() -> Iterator[str]:
     try:
         if not process.ready.wait(timeout=30):
             error = "" if process.errors.empty() else process.errors.get_nowait()[1]
-            raise RuntimeError(f"Daphne did not start.\n{error}")
+            raise RuntimeError(f"The server did not start.\n{error}")
         yield f"http://127.0.0.1:{process.port.value}"
     finally:
         process.terminate()
@@ -90,9 +132,11 @@ def daphne_server() -> Iterator[str]:
 
 def http(
     method: str, url: str, body: Any = None, token: str = "", timeout: float = 30
-) -> tuple[int, dict[str, str], Any]:
+) -> tuple[int, Message, Any]:
     """One plain HTTP request, as an outside client sends it: (status, headers, parsed body).
-    The body is JSON when the server says so, else text, so an HTML error page shows as such."""
+    The headers are looked up by name whatever its case (uvicorn sends names in lower case,
+    Daphne capitalised); the body is JSON when the server says so, else text, so an HTML error
+    page shows as such."""
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(url, data=data, method=method)
     request.add_header("Accept", "application/json")
@@ -102,12 +146,12 @@ def http(
         request.add_header("Authorization", f"Token {token}")
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
-            status, headers, raw = response.status, dict(response.headers), response.read()
+            status, message, raw = response.status, response.headers, response.read()
     except urllib.error.HTTPError as error:
-        status, headers, raw = error.code, dict(error.headers), error.read()
-    if headers.get("Content-Type", "").startswith("application/json"):
-        return status, headers, json.loads(raw)
-    return status, headers, raw.decode(errors="replace")
+        status, message, raw = error.code, error.headers, error.read()
+    if message.get_content_type() == "application/json":
+        return status, message, json.loads(raw)
+    return status, message, raw.decode(errors="replace")
 
 
 def api_token(base_url: str, username: str) -> str:

@@ -36,7 +36,7 @@ from tests.processes import (
 __all__ = ["SERVER_APPLICATION_NAME", "Feed", "WorkerProcess", "api_token", "http"]
 
 # Fixtures whose processes open the test database from outside this process.
-OTHER_PROCESSES = {"asgi_server", "gm_workers"}
+OTHER_PROCESSES = {"asgi_server", "gm_workers", "procfile_web"}
 SQLITE_LAYER = "config.channel_layer.SQLiteChannelLayer"
 # Where such a file goes: in memory where the machine has a tmpfs (a commit's fsync costs nothing
 # there, so the suite runs about as fast as on the in-memory database), else the temp directory.

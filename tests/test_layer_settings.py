@@ -1,7 +1,8 @@
 """The channel layer: which one the environment picks (CHANNEL_LAYER), that a choice that cannot
-work refuses to start, that group memberships outlive the sockets Daphne keeps open, and the
+work refuses to start, that group memberships outlive the sockets the app keeps open, and the
 Redis layer's socket timeouts (a read timeout its own blocking read would outlast refuses)."""
 
+import asyncio
 import os
 import re
 import subprocess
@@ -92,14 +93,50 @@ def test_a_layer_that_cannot_work_refuses_to_start(env, message):
     assert message in result.stderr
 
 
-def test_a_group_membership_outlives_every_socket_daphne_keeps_open():
-    """Daphne closes a socket after its websocket timeout and the page opens a new one, which
-    joins again; a membership that lapsed first would leave an open socket deaf, silently."""
+def test_a_group_membership_outlives_every_socket_the_app_keeps_open():
+    """The app closes each socket after WEBSOCKET_TIMEOUT (config.asgi.closed_after, whatever the
+    server: uvicorn keeps a socket for ever) and the page opens a new one, which joins again; a
+    membership that lapsed first would leave an open socket deaf, silently. Daphne, where it
+    runs, closes its sockets no sooner than that."""
     web = next(line for line in (ROOT / "Procfile").read_text().splitlines() if line[:4] == "web:")
     args = re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", web).split()  # the ${VAR:-default}s unset
-    assert args[1] == "daphne"
-    timeout = CommandLineInterface().parser.parse_args(args[2:]).websocket_timeout
+    if args[1] == "daphne":
+        timeout = CommandLineInterface().parser.parse_args(args[2:]).websocket_timeout
+        assert timeout >= settings.WEBSOCKET_TIMEOUT
     config = settings.CHANNEL_LAYERS["default"].get("CONFIG", {})
     group_expiry = config.get("group_expiry", settings.GROUP_EXPIRY)
-    assert timeout == settings.WEBSOCKET_TIMEOUT
-    assert group_expiry >= settings.GROUP_EXPIRY > timeout
+    assert group_expiry >= settings.GROUP_EXPIRY > settings.WEBSOCKET_TIMEOUT
+
+
+async def a_socket(lifetime: float, *client: dict) -> tuple[list[dict], list[dict]]:
+    """A consumer's socket under `closed_after(lifetime)`, the client sending `client` after its
+    connect: (what the app sent the server, the disconnect the consumer received)."""
+    from config.asgi import closed_after
+
+    sent, received, incoming = [], [], asyncio.Queue()
+    for message in ({"type": "websocket.connect"}, *client):
+        incoming.put_nowait(message)
+
+    async def consumer(scope, receive, send):
+        await send({"type": "websocket.accept"})
+        while (message := await receive())["type"] != "websocket.disconnect":
+            pass
+        received.append(message)
+
+    async def send(message):
+        sent.append(message)
+
+    app = closed_after(lifetime, consumer)
+    await asyncio.wait_for(app({"type": "websocket"}, incoming.get, send), timeout=10)
+    return [m for m in sent if m["type"] == "websocket.close"], received
+
+
+@pytest.mark.asyncio
+async def test_the_app_closes_a_socket_at_the_end_of_its_lifetime():
+    """`closed_after`: past its lifetime a socket gets a close (1001, going away) and its
+    consumer a disconnect; a socket the client closed first gets no close from the app."""
+    closes, received = await a_socket(0.01)
+    assert closes == [{"type": "websocket.close", "code": 1001}]
+    assert received == [{"type": "websocket.disconnect", "code": 1001}]
+    gone = {"type": "websocket.disconnect", "code": 1000}
+    assert await a_socket(3600, {"type": "websocket.receive", "text": "hi"}, gone) == ([], [gone])

@@ -27,6 +27,12 @@ SERVE_DEADLINE = 120  # migrations of a fresh SQLite database on a busy 2-core m
 STOP_DEADLINE = 20  # honcho's SIGTERM, then its SIGKILL after 5 s
 
 
+def web_server() -> str:
+    """The program the Procfile's `web:` line runs."""
+    web = next(line for line in (ROOT / "Procfile").read_text().splitlines() if line[:4] == "web:")
+    return web.split()[1]
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -202,9 +208,13 @@ def log_lines_come_once(port: int, lines: list[str]) -> None:
         urllib.request.urlopen(f"http://127.0.0.1:{port}{missing}", timeout=5)
     except urllib.error.HTTPError as answer:
         assert answer.code == 404
-    # Daphne's access line comes after the request's own log lines (one process, one stream).
-    access = f'"GET {missing}" 404'
-    wait_for(lambda: any(access in line for line in lines), 10, "no access line", lines)
+
+    # The server's access line comes after the request's own log lines (one process, one
+    # stream): uvicorn's `"GET /path HTTP/1.1" 404 Not Found`, Daphne's `"GET /path" 404 ...`.
+    def access_line() -> bool:
+        return any(f'"GET {missing}' in line and '" 404' in line for line in lines)
+
+    wait_for(access_line, 10, "no access line", lines)
     assert len([line for line in lines if f"Not Found: {missing}" in line]) == 1, lines[-20:]
 
 
@@ -220,7 +230,7 @@ def test_make_run_serves_a_live_table_and_ctrl_c_stops_every_process(tmp_path):
         wait_for(lambda: any("worker.1" in x for x in run.lines), 10, "no worker.1", run.lines)
         assert any("web.1" in line for line in run.lines)
         children = run.children()
-        assert any("daphne" in command_line(p) for p in children)
+        assert any(web_server() in command_line(p) for p in children)
 
         a_turn_reaches_the_table_live(port, run.lines)
         log_lines_come_once(port, run.lines)
@@ -232,8 +242,9 @@ def test_make_run_serves_a_live_table_and_ctrl_c_stops_every_process(tmp_path):
         wait_for(lambda: not any(map(alive, children)), STOP_DEADLINE, "a child left", run.lines)
         assert run.process.returncode == 130  # honcho: interrupted
         assert any("SIGINT received" in line for line in run.lines)
-        # Daphne stopped by itself (config.channel_layer.close_when_daphne_stops), before
-        # honcho's SIGKILL (5 s after its SIGTERM): open websockets do not hold it up.
+        # The web server stopped by itself (uvicorn: its graceful shutdown, 3 s at most, then
+        # the lifespan's, which closes the SQLite layer: config.asgi), before honcho's SIGKILL
+        # (5 s after its SIGTERM): open websockets do not hold it up.
         assert not any("sending SIGKILL" in line for line in run.lines), run.lines[-20:]
         assert all(page.closed.is_set() for page in pages)
         assert login_page_status(port) is None

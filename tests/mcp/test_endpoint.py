@@ -27,7 +27,8 @@ CRITICAL = {"end_adventure", "start_combat", "modify_creature"}
 def raw(
     url, token="", scheme="Bearer", body=LIST, origin="", path_suffix="", method="POST", version=""
 ):
-    """A plain request as a hand-written client sends it: (status, headers, body)."""
+    """A plain request as a hand-written client sends it: (status, headers, body); the headers
+    are looked up by name whatever its case (uvicorn sends names in lower case)."""
     data = json.dumps(body).encode() if method == "POST" else None
     request = urllib.request.Request(url + path_suffix, data=data, method=method)
     request.add_header("Content-Type", "application/json")
@@ -39,9 +40,9 @@ def raw(
         request.add_header("Origin", origin)
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
-            status, headers, data = response.status, dict(response.headers), response.read()
+            status, headers, data = response.status, response.headers, response.read()
     except urllib.error.HTTPError as error:
-        status, headers, data = error.code, dict(error.headers), error.read()
+        status, headers, data = error.code, error.headers, error.read()
     return status, headers, json.loads(data) if data.strip() else None
 
 
