@@ -266,3 +266,49 @@ def test_the_gms_streamed_words_do_not_make_the_table_draw_again(world: World):
     fetch(client, world)
     assert Campaign.objects.get(pk=world.campaign.pk).drawn_seq == after.event_seq + 1
     assert dict(fragments.renders) == {"board": 1}
+
+
+def test_pages_asking_at_once_wait_for_one_drawing(monkeypatch):
+    """Each request has a thread of its own and a table's pages ask at the same moment: every
+    one of them has missed the cache before the first drawing is done, and still it is drawn
+    once, the others waiting for it."""
+    import threading
+    from types import SimpleNamespace
+
+    asking = 5
+    looked = threading.Condition()
+    lookups = []
+    cache = fragments._cache()
+    real_get = cache.get
+
+    def counted_get(key, *args, **kwargs):
+        with looked:
+            lookups.append(key)
+            looked.notify_all()
+        return real_get(key, *args, **kwargs)
+
+    monkeypatch.setattr(cache, "get", counted_get)
+    monkeypatch.setattr(fragments, "_cache", lambda: cache)
+
+    def draw() -> str:
+        with looked:  # every page has looked and missed before this drawing ends
+            assert looked.wait_for(lambda: len(lookups) >= asking, timeout=10)
+        return "<div>drawn</div>"
+
+    campaign = SimpleNamespace(pk="same-table", drawn_seq=1)
+    fragments.renders.clear()
+    answers = []
+    pages = [
+        threading.Thread(
+            target=lambda: answers.append(
+                fragments.drawn(campaign=campaign, fragment="board", viewer="player", draw=draw)
+            )
+        )
+        for _ in range(asking)
+    ]
+    for page in pages:
+        page.start()
+    for page in pages:
+        page.join(timeout=20)
+    assert answers == ["<div>drawn</div>"] * asking
+    assert fragments.renders == {"board": 1}

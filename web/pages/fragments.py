@@ -24,11 +24,14 @@ turn and a creature added ask only the viewer's sight, or nothing (`for_sight`).
 the whole feed (`/feed/`, after a gap in the events) and the approval card (whose buttons are
 per person and per call) are drawn per request.
 
-A process draws sync views in one thread (Django under ASGI), so viewers of one class asking at
-once are served one drawing per process. `renders` counts the drawings, for the tests and the
-benchmarks.
+Django serves each request in a thread of its own, and the five pages of a table ask for a
+fragment at the same moment: the first request of a process to miss draws it while the others
+of that process wait for the drawing (`drawn`), so a class costs one drawing per process, not
+one per page that asked before the first finished. `renders` counts the drawings, for the
+tests.
 """
 
+import threading
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -43,6 +46,8 @@ from web.pages import presenters
 
 FRAGMENT_TTL = 300  # seconds: a few events later nobody asks for an old number's drawing again
 renders: Counter = Counter()  # fragment -> drawings made in this process
+_drawing: dict[str, threading.Lock] = {}  # key -> held while a request of this process draws it
+_drawing_guard = threading.Lock()
 
 
 def _cache() -> Any:
@@ -51,15 +56,27 @@ def _cache() -> Any:
 
 def drawn(*, campaign: Campaign, fragment: str, viewer: str, draw: Callable[[], Any]) -> Any:
     """The fragment `fragment` of `campaign` for the viewer class `viewer` at the campaign's
-    current event number: from the cache, or drawn by `draw` (and kept)."""
+    current event number: from the cache, or drawn by `draw` (and kept). The pages of a table
+    ask at the same moment, each request in a thread of its own: the first to miss draws,
+    and the others of this process wait for its drawing rather than draw it too."""
     key = f"fragment:{campaign.pk}:{campaign.drawn_seq}:{fragment}:{viewer}"
     kept = _cache().get(key)
     if kept is not None:
         return kept
-    value = draw()
-    renders[fragment.split(":", 1)[0]] += 1
-    _cache().set(key, value, FRAGMENT_TTL)
-    return value
+    with _drawing_guard:
+        drawing = _drawing.setdefault(key, threading.Lock())
+    try:
+        with drawing:
+            kept = _cache().get(key)  # drawn meanwhile by the request this one waited for
+            if kept is None:
+                kept = draw()
+                renders[fragment.split(":", 1)[0]] += 1
+                _cache().set(key, kept, FRAGMENT_TTL)
+    finally:
+        with _drawing_guard:
+            if _drawing.get(key) is drawing:
+                del _drawing[key]
+    return kept
 
 
 def for_sight(
