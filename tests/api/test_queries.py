@@ -9,8 +9,9 @@ pytestmark = pytest.mark.django_db
 
 # The campaign (visibility), one page of rows with actor and reverter joined, then what the
 # fog hides from this reader (a player): whether they run the table (their own and their groups'
-# permissions on the campaign, two) and the fog over the page's creatures and cells, one.
-LIST_QUERIES = 5
+# grants on the campaign, one statement: `campaigns.permissions.runs_table`) and the fog over the
+# page's creatures and cells, one.
+LIST_QUERIES = 4
 # The campaign (visibility, in the view), then in the service's transaction: savepoint, the
 # campaign again (visibility and row lock in one query), the invocation row lock, the later
 # writers of its write set (conflicts), the turn for the tool context, the restore, the row's
