@@ -41,6 +41,7 @@ from django.template.loader import render_to_string
 
 from audit.selectors import Rights
 from campaigns.models import Campaign, Turn
+from campaigns.selectors import campaign_event_seq, campaign_state
 from web.pages import board as boards
 from web.pages import presenters
 
@@ -56,10 +57,20 @@ def _cache() -> Any:
 
 def drawn(*, campaign: Campaign, fragment: str, viewer: str, draw: Callable[[], Any]) -> Any:
     """The fragment `fragment` of `campaign` for the viewer class `viewer` at the campaign's
-    current event number: from the cache, or drawn by `draw` (and kept). The pages of a table
-    ask at the same moment, each request in a thread of its own: the first to miss draws,
-    and the others of this process wait for its drawing rather than draw it too."""
-    key = f"fragment:{campaign.pk}:{campaign.drawn_seq}:{fragment}:{viewer}"
+    current event number: from the cache, or drawn by `draw` (and kept)."""
+
+    def counted() -> Any:
+        value = draw()
+        renders[fragment.split(":", 1)[0]] += 1
+        return value
+
+    return _kept(f"fragment:{campaign.pk}:{campaign.drawn_seq}:{fragment}:{viewer}", counted)
+
+
+def _kept(key: str, make: Callable[[], Any]) -> Any:
+    """The cache's value for `key`, or `make()`'s, kept. The pages of a table ask at the same
+    moment, each request in a thread of its own: the first to miss makes it, and the others of
+    this process wait for it rather than make it too."""
     kept = _cache().get(key)
     if kept is not None:
         return kept
@@ -67,16 +78,27 @@ def drawn(*, campaign: Campaign, fragment: str, viewer: str, draw: Callable[[], 
         drawing = _drawing.setdefault(key, threading.Lock())
     try:
         with drawing:
-            kept = _cache().get(key)  # drawn meanwhile by the request this one waited for
+            kept = _cache().get(key)  # made meanwhile by the request this one waited for
             if kept is None:
-                kept = draw()
-                renders[fragment.split(":", 1)[0]] += 1
+                kept = make()
                 _cache().set(key, kept, FRAGMENT_TTL)
     finally:
         with _drawing_guard:
             if _drawing.get(key) is drawing:
                 del _drawing[key]
     return kept
+
+
+def world(campaign: Campaign) -> tuple[int, dict[str, Any]]:
+    """The campaign's state dump at its current event number, read once for every class's
+    board (each draws it as its sight sees it; the dump is most of what a drawing costs), with
+    the number of the last event it reflects, read before it."""
+
+    def read() -> tuple[int, dict[str, Any]]:
+        seq = campaign_event_seq(campaign_id=campaign.pk)
+        return seq, campaign_state(campaign)
+
+    return _kept(f"fragment:{campaign.pk}:{campaign.drawn_seq}:state", read)
 
 
 def for_sight(
@@ -117,7 +139,7 @@ def board(*, campaign: Campaign, rights: Rights) -> str:
 
 
 def _draw_board(campaign: Campaign, rights: Rights) -> str:
-    context = presenters.board_parts(campaign=campaign, rights=rights)
+    context = presenters.board_parts(campaign=campaign, rights=rights, world=world(campaign))
     return render_to_string("campaigns/_board.html", context)
 
 
@@ -125,7 +147,7 @@ def _draw_board_for_class(campaign: Campaign, alike: Rights) -> dict[str, Any]:
     """The board as anyone of the class sees it, and for each player with characters on it the
     pieces that name them: each character's token (and its choice in a stack's picker) as the
     class sees it, with what it takes to draw it for its player."""
-    context = presenters.board_parts(campaign=campaign, rights=alike)
+    context = presenters.board_parts(campaign=campaign, rights=alike, world=world(campaign))
     own: dict[str, list[dict[str, Any]]] = {}
     creatures = {c["id"]: c for c in context["seen"]["creatures"]}
     for token in context["board"]["map"]["tokens"]:

@@ -528,12 +528,18 @@ def table(*, campaign: Campaign, rights: Rights) -> dict[str, Any]:
     }
 
 
-def board_parts(*, campaign: Campaign, rights: Rights) -> dict[str, Any]:
+def board_parts(
+    *, campaign: Campaign, rights: Rights, world: tuple[int, dict[str, Any]] | None = None
+) -> dict[str, Any]:
     """The board as this user sees it (scene, map, combat, rosters, the forms' choices), and
     the number of the last event it reflects: the page draws it, and so does the fragment the
-    script swaps in after an event (`/campaigns/{id}/board/`), with the same templates."""
-    seq = event_seq(campaign)
-    state = state_seen(campaign_state(campaign), rights.sight)
+    script swaps in after an event (`/campaigns/{id}/board/`), with the same templates.
+    `world`: (that number, the campaign's dump read after it), as web/pages/fragments.py keeps
+    one per event for every class's board; None: both read now."""
+    if world is None:
+        world = (event_seq(campaign), campaign_state(campaign))
+    seq, dump = world
+    state = state_seen(dump, rights.sight)
     people = campaign_member_names(campaign=campaign)
     setup_context = setup(campaign=campaign, rights=rights, state=state)
     return {
