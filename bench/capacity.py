@@ -72,7 +72,14 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from _setup import ROOT, django_on_postgres, sizes
-from ws_fanout import TIMEOUT, answer, free_port, production_environment, stop_servers
+from ws_fanout import (
+    TIMEOUT,
+    answer,
+    free_port,
+    listening,
+    production_environment,
+    stop_servers,
+)
 
 CLIENT_PROCESSES = 4
 MIX = {"gm_turn": 0.40, "roll": 0.28, "move": 0.28, "undo": 0.04}  # undo: ~1 turn in 10
@@ -785,7 +792,6 @@ def procfile(name: str, env: dict[str, str]) -> list[str]:
 def start_procfile(servers: int, workers: int, log_dir: str) -> tuple[list, list[int]]:
     """The Procfile's `web:` `servers` times (each on a free PORT) and its `worker:` `workers`
     times, with the virtualenv's programs first on PATH; (processes, the web ones' ports)."""
-    import socket
 
     bin_dir = os.path.dirname(sys.executable)
     base = {
@@ -811,13 +817,7 @@ def start_procfile(servers: int, workers: int, log_dir: str) -> tuple[list, list
                 )
     deadline = time.monotonic() + TIMEOUT
     for process, port in zip(processes, ports, strict=False):
-        while process.poll() is None and time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        else:
+        if not listening(process, port, deadline):
             stop_servers([(p, 0) for p in processes])
             raise SystemExit(f"the web process on port {port} did not start: see its log")
     return processes, ports

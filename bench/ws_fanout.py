@@ -188,17 +188,22 @@ def start_servers(
         servers.append((process, port))
     deadline = time.monotonic() + TIMEOUT
     for i, (process, port) in enumerate(servers):
-        while process.poll() is None and time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        else:
+        if not listening(process, port, deadline):
             stop_servers(servers)
             with open(os.path.join(log_dir, f"daphne-{i}.log")) as log:
                 raise SystemExit(f"The server on port {port} did not start:\n{log.read()[-3000:]}")
     return servers
+
+
+def listening(process: subprocess.Popen, port: int, deadline: float) -> bool:
+    """Whether `process` accepts connections on `port` before it exits or `deadline` passes."""
+    while process.poll() is None and time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return True
+        except OSError:
+            time.sleep(0.1)
+    return False
 
 
 def stop_servers(servers: list[tuple[subprocess.Popen, int]]) -> None:

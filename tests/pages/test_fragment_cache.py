@@ -61,6 +61,18 @@ def fetch(client: Client, world: World, query: str = "") -> str:
     return response.content.decode()
 
 
+def player_moves_the_hero(world: World, turn: Turn, x: int, y: int) -> None:
+    """The player's own call, into their turn: the hero to (x, y)."""
+    commit(
+        world,
+        "move_token",
+        {"creature_id": world.hero.pk, "x": x, "y": y},
+        actor=world.player,
+        turn=turn,
+        source=InvocationOrigin.USER,
+    )
+
+
 def each_sent_as_if_alone(world: World, turns: list[Turn]) -> None:
     """Every member fetches the board and each turn (the first of a class draws, the others are
     sent its drawing); each answer equals the drawing for them alone."""
@@ -103,14 +115,7 @@ def test_a_shared_board_names_each_viewers_own_characters_for_them(world: World)
 @pytest.mark.usefixtures("spectator")
 def test_a_shared_turn_is_what_each_viewer_would_be_drawn(world: World):
     mine = world.turn(world.player, "I swing.")
-    commit(
-        world,
-        "move_token",
-        {"creature_id": world.hero.pk, "x": 3, "y": 3},
-        actor=world.player,
-        turn=mine,
-        source=InvocationOrigin.USER,
-    )
+    player_moves_the_hero(world, mine, 3, 3)
     theirs = world.turn(world.other, "I hide.")
     fog_over_the_goblin(world)
     goblin_hit = world.turn(world.owner, "The goblin strikes.")
@@ -118,14 +123,7 @@ def test_a_shared_turn_is_what_each_viewer_would_be_drawn(world: World):
         world, "modify_creature", {"creature_id": world.goblin.pk, "hp_delta": -2}, turn=goblin_hit
     )
     undone = world.turn(world.player, "I take it back.")
-    commit(
-        world,
-        "move_token",
-        {"creature_id": world.hero.pk, "x": 1, "y": 1},
-        actor=world.player,
-        turn=undone,
-        source=InvocationOrigin.USER,
-    )
+    player_moves_the_hero(world, undone, 1, 1)
     turn_undo(campaign_id=world.campaign.pk, turn_id=undone.pk, user=world.player)
     held = held_hit(world, world.other).turn
     each_sent_as_if_alone(world, [mine, theirs, goblin_hit, undone, held])
@@ -142,13 +140,8 @@ def test_renders_per_event_stay_one_per_class_however_many_look(world: World):
             membership_add(campaign=world.campaign, by=world.owner, username=user.username)
         viewers = [world.owner, world.cogm, world.player, world.other, *extra]
         turn = world.turn(world.player, "I move.")
-        commit(
-            world,
-            "move_token",
-            {"creature_id": world.hero.pk, "x": players, "y": 2},
-            actor=world.player,
-            turn=turn,
-            source=InvocationOrigin.USER,
+        player_moves_the_hero(
+            world, turn, players, 2
         )  # an event: a new number, nothing drawn for it yet
         clients = [signed_in(user) for user in viewers]
         fragments.renders.clear()
