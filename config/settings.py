@@ -299,6 +299,8 @@ if os.environ.get("REDIS_URL"):
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": os.environ["REDIS_URL"],
             "KEY_PREFIX": "cache",
+            # a request's cache object would otherwise connect anew (core/redis_pool.py)
+            "OPTIONS": {"pool_class": "core.redis_pool.ProcessConnectionPool"},
         }
     }
 else:
@@ -318,6 +320,7 @@ CACHES["fragments"] = (
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": os.environ["REDIS_URL"],
         "KEY_PREFIX": "fragments",
+        "OPTIONS": {"pool_class": "core.redis_pool.ProcessConnectionPool"},
     }
     if os.environ.get("REDIS_URL")
     else {

@@ -1,0 +1,53 @@
+"""Django's Redis caches keep their connections open across requests (core/redis_pool.py).
+
+Each request under ASGI has a context of its own, so it gets cache objects of its own; without
+one pool per process each of those objects opened a connection to Redis for its first command.
+"""
+
+from tests.test_settings import python
+
+REQUESTS = """
+import asyncio
+
+import django
+
+django.setup()
+
+import redis.connection
+from asgiref.sync import ThreadSensitiveContext, sync_to_async
+from django.core.cache import caches
+
+opened = 0
+connect = redis.connection.Connection._connect
+
+
+def counted(self):
+    global opened
+    opened += 1
+    return connect(self)
+
+
+redis.connection.Connection._connect = counted
+
+
+def view():
+    caches["fragments"].set("pool-test", "drawn", 30)
+    assert caches["fragments"].get("pool-test") == "drawn"
+    caches["default"].get("pool-test")
+
+
+async def request():  # as Django's ASGIHandler serves one: a context and a thread of its own
+    async with ThreadSensitiveContext():
+        await sync_to_async(view)()
+
+
+for _ in range(20):
+    asyncio.run(request())
+print(opened)
+"""
+
+
+def test_requests_one_after_another_share_one_redis_connection():
+    result = python("-c", REQUESTS, REDIS_URL="redis://127.0.0.1:6379/2", PYTHONPATH=".")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["1"]  # was 40: two caches, a connection each per request
