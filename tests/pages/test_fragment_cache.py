@@ -3,6 +3,9 @@ every viewer is sent exactly what drawing the fragment for them alone would give
 per event stay one per class however many people look, and what changes without an event (a
 Stop asked for) is drawn anew."""
 
+import threading
+from types import SimpleNamespace
+
 import pytest
 from django.contrib.auth.models import User
 from django.template.loader import render_to_string
@@ -265,9 +268,6 @@ def test_pages_asking_at_once_wait_for_one_drawing(monkeypatch):
     """Each request has a thread of its own and a table's pages ask at the same moment: every
     one of them has missed the cache before the first drawing is done, and still it is drawn
     once, the others waiting for it."""
-    import threading
-    from types import SimpleNamespace
-
     asking = 5
     looked = threading.Condition()
     lookups = []
@@ -305,3 +305,67 @@ def test_pages_asking_at_once_wait_for_one_drawing(monkeypatch):
         page.join(timeout=20)
     assert answers == ["<div>drawn</div>"] * asking
     assert fragments.renders == {"board": 1}
+
+
+def test_a_drawing_another_process_has_claimed_is_waited_for(monkeypatch):
+    """Another web process missed first and is drawing (its claim is in the shared cache): this
+    request waits for its drawing rather than draw the same once more."""
+    campaign = SimpleNamespace(pk="claimed-table", drawn_seq=7)
+    key = f"fragment:{campaign.pk}:{campaign.drawn_seq}:board:player"
+    cache = fragments._cache()
+    assert cache.add(f"{key}:drawing", 1, 30)  # the other process's claim
+    looked = threading.Condition()
+    lookups = []
+    real_get = cache.get
+
+    def get(k, *args, **kwargs):
+        with looked:
+            lookups.append(k)
+            looked.notify_all()
+        return real_get(k, *args, **kwargs)
+
+    monkeypatch.setattr(cache, "get", get)
+    monkeypatch.setattr(fragments, "_cache", lambda: cache)
+
+    def the_other_process_finishes():
+        with looked:  # missed twice (first, then under this process's lock), then waited once
+            looked.wait_for(lambda: lookups.count(key) >= 3, timeout=10)
+        cache.set(key, "<div>drawn there</div>", 30)
+
+    other = threading.Thread(target=the_other_process_finishes)
+    other.start()
+    fragments.renders.clear()
+    html = fragments.drawn(
+        campaign=campaign, fragment="board", viewer="player", draw=lambda: "<div>drawn here</div>"
+    )
+    other.join(timeout=10)
+    assert html == "<div>drawn there</div>"
+    assert fragments.renders == {}
+
+
+def test_a_claim_nobody_keeps_is_drawn_here_after_the_wait(monkeypatch):
+    """The process that claimed the drawing died or failed without a word: after DRAW_WAIT the
+    request draws it itself, and the page is answered."""
+    monkeypatch.setattr(fragments, "DRAW_WAIT", 0.05)
+    campaign = SimpleNamespace(pk="abandoned-table", drawn_seq=3)
+    key = f"fragment:{campaign.pk}:{campaign.drawn_seq}:board:player"
+    assert fragments._cache().add(f"{key}:drawing", 1, 30)
+    fragments.renders.clear()
+    html = fragments.drawn(
+        campaign=campaign, fragment="board", viewer="player", draw=lambda: "<div>drawn here</div>"
+    )
+    assert html == "<div>drawn here</div>"
+    assert fragments.renders == {"board": 1}
+    assert fragments._cache().get(f"{key}:drawing") is None  # the next event's waits are short
+
+
+def test_a_failed_drawing_leaves_no_claim_behind():
+    campaign = SimpleNamespace(pk="failing-table", drawn_seq=4)
+    key = f"fragment:{campaign.pk}:{campaign.drawn_seq}:board:player"
+
+    def draw() -> str:
+        raise RuntimeError("the template broke")
+
+    with pytest.raises(RuntimeError):
+        fragments.drawn(campaign=campaign, fragment="board", viewer="player", draw=draw)
+    assert fragments._cache().get(f"{key}:drawing") is None

@@ -26,12 +26,14 @@ per person and per call) are drawn per request.
 
 Django serves each request in a thread of its own, and the five pages of a table ask for a
 fragment at the same moment: the first request of a process to miss draws it while the others
-of that process wait for the drawing (`drawn`), so a class costs one drawing per process, not
-one per page that asked before the first finished. `renders` counts the drawings, for the
+of that process wait for the drawing, and those of the other web processes see its claim in
+the cache and wait for it too (`_kept`): a class costs one drawing, not one per process or per
+page that asked before the first finished. `renders` counts the drawings, for the
 tests.
 """
 
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -46,6 +48,8 @@ from web.pages import board as boards
 from web.pages import presenters
 
 FRAGMENT_TTL = 300  # seconds: a few events later nobody asks for an old number's drawing again
+DRAW_WAIT = 2  # seconds a request waits for another process's drawing before it draws its own
+DRAW_POLL = 0.005  # seconds between its looks (a drawing takes 10-50 ms)
 renders: Counter = Counter()  # fragment -> drawings made in this process
 _drawing: dict[str, threading.Lock] = {}  # key -> held while a request of this process draws it
 _drawing_guard = threading.Lock()
@@ -69,8 +73,9 @@ def drawn(*, campaign: Campaign, fragment: str, viewer: str, draw: Callable[[], 
 
 def _kept(key: str, make: Callable[[], Any]) -> Any:
     """The cache's value for `key`, or `make()`'s, kept. The pages of a table ask at the same
-    moment, each request in a thread of its own: the first to miss makes it, and the others of
-    this process wait for it rather than make it too."""
+    moment, each request in a thread of its own and the requests spread over the web
+    processes: the first to miss makes it, and the others of this process wait for it rather
+    than make it too (`_drawing`), as do those of the other processes (`_made_elsewhere`)."""
     kept = _cache().get(key)
     if kept is not None:
         return kept
@@ -80,13 +85,33 @@ def _kept(key: str, make: Callable[[], Any]) -> Any:
         with drawing:
             kept = _cache().get(key)  # made meanwhile by the request this one waited for
             if kept is None:
-                kept = make()
-                _cache().set(key, kept, FRAGMENT_TTL)
+                kept = _made_elsewhere(key)
+            if kept is None:
+                try:
+                    kept = make()
+                    _cache().set(key, kept, FRAGMENT_TTL)
+                finally:  # kept or failed, the other processes need not wait any longer
+                    _cache().delete(f"{key}:drawing")
     finally:
         with _drawing_guard:
             if _drawing.get(key) is drawing:
                 del _drawing[key]
     return kept
+
+
+def _made_elsewhere(key: str) -> Any:
+    """What another process is making for `key`, once it is kept; None when this request is to
+    make it: it claimed the drawing (an atomic add: Redis's SET NX), or the process that had
+    did not keep it within DRAW_WAIT (it died or failed: the claim only lasts DRAW_WAIT)."""
+    if _cache().add(f"{key}:drawing", 1, DRAW_WAIT):
+        return None
+    deadline = time.monotonic() + DRAW_WAIT
+    while time.monotonic() < deadline:
+        time.sleep(DRAW_POLL)
+        kept = _cache().get(key)
+        if kept is not None:
+            return kept
+    return None
 
 
 def world(campaign: Campaign) -> tuple[int, dict[str, Any]]:
