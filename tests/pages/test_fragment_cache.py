@@ -369,3 +369,22 @@ def test_a_failed_drawing_leaves_no_claim_behind():
     with pytest.raises(RuntimeError):
         fragments.drawn(campaign=campaign, fragment="board", viewer="player", draw=draw)
     assert fragments._cache().get(f"{key}:drawing") is None
+
+
+def test_the_board_is_drawn_without_formatting_each_number(world: World, monkeypatch):
+    """The board's numbers are coordinates, sizes and counts, a few hundred of them with fog in
+    play, and formatting each for the locale was a good part of a drawing: the board's
+    templates draw them as they are (`{% localize off %}`), which en-us writes the same."""
+    from django.utils import formats
+
+    fog_over_the_goblin(world)
+    formatted = []
+    real = formats.number_format
+    monkeypatch.setattr(
+        formats, "number_format", lambda *a, **k: formatted.append(a) or real(*a, **k)
+    )
+    for user in (world.owner, world.player):
+        fragments.board(
+            campaign=world.campaign, rights=viewer_rights(campaign=world.campaign, user=user)
+        )
+    assert formatted == []
