@@ -792,7 +792,6 @@ def procfile(name: str, env: dict[str, str]) -> list[str]:
 def start_procfile(servers: int, workers: int, log_dir: str) -> tuple[list, list[int]]:
     """The Procfile's `web:` `servers` times (each on a free PORT) and its `worker:` `workers`
     times, with the virtualenv's programs first on PATH; (processes, the web ones' ports)."""
-
     bin_dir = os.path.dirname(sys.executable)
     base = {
         **os.environ,

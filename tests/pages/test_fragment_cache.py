@@ -264,24 +264,30 @@ def test_the_gms_streamed_words_do_not_make_the_table_draw_again(world: World):
     assert dict(fragments.renders) == {"board": 1}
 
 
-def test_pages_asking_at_once_wait_for_one_drawing(monkeypatch):
-    """Each request has a thread of its own and a table's pages ask at the same moment: every
-    one of them has missed the cache before the first drawing is done, and still it is drawn
-    once, the others waiting for it."""
-    asking = 5
+def watched_lookups(monkeypatch) -> tuple[threading.Condition, list[str]]:
+    """The keys the fragments cache is asked for, in order, and a condition notified at each."""
     looked = threading.Condition()
-    lookups = []
+    lookups: list[str] = []
     cache = fragments._cache()
     real_get = cache.get
 
-    def counted_get(key, *args, **kwargs):
+    def get(key, *args, **kwargs):
         with looked:
             lookups.append(key)
             looked.notify_all()
         return real_get(key, *args, **kwargs)
 
-    monkeypatch.setattr(cache, "get", counted_get)
+    monkeypatch.setattr(cache, "get", get)
     monkeypatch.setattr(fragments, "_cache", lambda: cache)
+    return looked, lookups
+
+
+def test_pages_asking_at_once_wait_for_one_drawing(monkeypatch):
+    """Each request has a thread of its own and a table's pages ask at the same moment: every
+    one of them has missed the cache before the first drawing is done, and still it is drawn
+    once, the others waiting for it."""
+    asking = 5
+    looked, lookups = watched_lookups(monkeypatch)
 
     def draw() -> str:
         with looked:  # every page has looked and missed before this drawing ends
@@ -314,18 +320,7 @@ def test_a_drawing_another_process_has_claimed_is_waited_for(monkeypatch):
     key = f"fragment:{campaign.pk}:{campaign.drawn_seq}:board:player"
     cache = fragments._cache()
     assert cache.add(f"{key}:drawing", 1, 30)  # the other process's claim
-    looked = threading.Condition()
-    lookups = []
-    real_get = cache.get
-
-    def get(k, *args, **kwargs):
-        with looked:
-            lookups.append(k)
-            looked.notify_all()
-        return real_get(k, *args, **kwargs)
-
-    monkeypatch.setattr(cache, "get", get)
-    monkeypatch.setattr(fragments, "_cache", lambda: cache)
+    looked, lookups = watched_lookups(monkeypatch)
 
     def the_other_process_finishes():
         with looked:  # missed twice (first, then under this process's lock), then waited once
