@@ -7,20 +7,27 @@ process's feed of the campaign (`web.feeds`, one channel-layer subscription for 
 and forwards every envelope that `campaigns.realtime` publishes, as that viewer may see it.
 Clients never write through it: changes go through the REST API, whose services are where
 permissions, audit and undo live.
+
+A page that opens it as `?fragments=board` is also sent the board, drawn for its viewer, after
+each event that changed it (`web.feeds`), instead of fetching it: with the rights read here, at
+the handshake, as its sight is.
 """
 
 import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
+from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
+from audit.selectors import Rights, viewer_rights
 from campaigns.realtime import LAYER_UNAVAILABLE, hello
-from campaigns.selectors import campaign_event_seq
+from campaigns.selectors import campaign_event_seq, campaign_get_for_member
 from campaigns.services import feed_join
 from campaigns.visibility import Sight
+from core.errors import NotFound
 from web.feeds import CampaignFeed, campaign_feed
 
 logger = logging.getLogger(__name__)
@@ -55,6 +62,7 @@ class CampaignConsumer(AsyncWebsocketConsumer):
     channel_layer_alias = None  # no channel per socket (`get_channel_layer(None)` is None)
     feed: CampaignFeed | None = None
     sight = Sight.PLAYER  # until `connect` decides it
+    board_rights: Rights | None = None  # the viewer's, once `connect` finds the board wanted
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -83,13 +91,17 @@ class CampaignConsumer(AsyncWebsocketConsumer):
     async def connect(self) -> None:
         campaign_id = self.scope["url_route"]["kwargs"]["campaign_id"]
         client = self.scope.get("client") or [None]
-        sight = await database_sync_to_async(feed_join)(
-            campaign_id=campaign_id, user=self.scope.get("user"), ip=client[0]
+        wanted = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
+        sight, rights = await database_sync_to_async(_join)(
+            campaign_id=campaign_id,
+            user=self.scope.get("user"),
+            ip=client[0],
+            board="board" in ",".join(wanted.get("fragments", [])).split(","),
         )
         if sight is None:
             await self.close(code=REFUSED)
             return
-        self.sight = sight
+        self.sight, self.board_rights = sight, rights
         feed = campaign_feed(campaign_id)
         await feed.join(self)
         self.feed = feed
@@ -125,3 +137,19 @@ class CampaignConsumer(AsyncWebsocketConsumer):
     async def feed_lost(self) -> None:
         self.feed = None
         await self.close(code=UNAVAILABLE)
+
+
+def _join(*, campaign_id: Any, user: Any, ip: str | None, board: bool) -> tuple[Any, Any]:
+    """The viewer's sight (None: refused, `feed_join`), and with `board` their rights at the
+    table, which draw the board pushed to them (its draggable tokens, the owner's member list);
+    `gm` is read now, as the sight is, so a push asks nothing of them again."""
+    sight = feed_join(campaign_id=campaign_id, user=user, ip=ip)
+    if sight is None or not board:
+        return sight, None
+    try:
+        campaign = campaign_get_for_member(campaign_id=campaign_id, user=user)
+    except NotFound:  # no longer a member, a moment after
+        return None, None
+    rights = viewer_rights(campaign=campaign, user=user)
+    rights.gm  # noqa: B018 (the cached answer, read here rather than in a push)
+    return sight, rights

@@ -7,18 +7,29 @@ batch once and hands its texts (serialised once, by `campaigns.realtime`) to eac
 directly: the GM's texts to a GM's socket, the players' to a player's (a batch carries both,
 worked out once by the publisher; `campaigns.visibility`). What that saves a server:
 docs/performance.md#ws_fanoutpy-an-undo-reaching-10-50-200-websocket-clients.
+
+After a batch that changed the board (`web.pages.fragments.BOARD_EVENTS`), the feed draws it for
+each of its sockets whose page asked for it (`Listener.board_rights`) and sends it as a
+`fragment` message: once per class of viewer, in a thread, off the receive loop (events keep
+flowing while it draws), and coalesced as the page's own fetches were (one drawing on its way,
+at most one more after it, however many batches asked meanwhile). The page no longer asks for
+the board after each event; five pages of a table cost one drawing per class and no request.
 """
 
 import asyncio
+import json
 import logging
 import time
 import weakref
 from typing import Any, Protocol
 
+from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 
+from audit.selectors import Rights
 from campaigns.realtime import EVENTS_MESSAGE, LAYER_UNAVAILABLE, group_name
 from campaigns.visibility import Sight
+from web.pages.fragments import BOARD_EVENTS, pushed_boards
 
 logger = logging.getLogger(__name__)
 
@@ -28,6 +39,7 @@ STOP_MESSAGE = "campaign.feed.stop"
 
 class Listener(Protocol):
     sight: Sight  # how its viewer sees the world, decided when the socket connected
+    board_rights: Rights | None  # its viewer's, when its page wants the board pushed
 
     async def forward(self, texts: list[str]) -> None:
         """Send the events (JSON texts, in seq order) to the socket."""
@@ -39,8 +51,9 @@ class Listener(Protocol):
 class CampaignFeed:
     """The subscription of this process (this event loop) to one campaign's group."""
 
-    def __init__(self, group: str, registry: dict[str, "CampaignFeed"]) -> None:
-        self.group = group
+    def __init__(self, campaign_id: Any, registry: dict[str, "CampaignFeed"]) -> None:
+        self.campaign_id = campaign_id
+        self.group = group_name(campaign_id)
         self.registry = registry
         self.layer = get_channel_layer()
         self.group_expiry = getattr(self.layer, "group_expiry", 86400)
@@ -49,6 +62,8 @@ class CampaignFeed:
         self.channel: str | None = None
         self.task: asyncio.Task | None = None
         self.joined_at = 0.0
+        self.drawing: asyncio.Task | None = None  # the boards on their way to the pages
+        self.draw_again = False  # a batch changed the board while they were being drawn
 
     async def join(self, listener: Listener) -> None:
         """Add `listener`. On return the feed's channel is in the group (added anew, which also
@@ -132,6 +147,44 @@ class CampaignFeed:
                 await listener.forward(seen)
             except Exception:  # one socket's failure is not the others'
                 logger.exception("forwarding to a socket of %s failed", self.group)
+        if any(listener.board_rights is not None for listener in self.listeners) and any(
+            json.loads(text)["type"] in BOARD_EVENTS for text in texts
+        ):
+            self._push_boards()
+
+    def _push_boards(self) -> None:
+        if self.drawing is not None and not self.drawing.done():
+            self.draw_again = True
+            return
+        self.draw_again = False
+        self.drawing = asyncio.ensure_future(self._boards())
+
+    async def _boards(self) -> None:
+        """Draw the board for each page that wants it and send it; again while batches asked
+        meanwhile. A drawing that fails tells the pages to fetch it themselves (`html` null)."""
+        while True:
+            pages = [listener for listener in self.listeners if listener.board_rights is not None]
+            if not pages:
+                return
+            try:
+                drawn: list[str | None] = await database_sync_to_async(pushed_boards)(
+                    campaign_id=self.campaign_id,
+                    viewers=[page.board_rights for page in pages],
+                )
+            except Exception:
+                logger.exception("drawing the board of %s for its pages failed", self.group)
+                drawn = [None] * len(pages)
+            for page, html in zip(pages, drawn, strict=True):
+                if page not in self.listeners:  # gone while it was drawn
+                    continue
+                text = json.dumps({"type": "fragment", "part": "board", "html": html})
+                try:
+                    await page.forward([text])
+                except Exception:
+                    logger.exception("sending the board to a socket of %s failed", self.group)
+            if not self.draw_again:
+                return
+            self.draw_again = False
 
 
 # Per event loop: a loop's tasks and the layer's connections do not cross loops.
@@ -145,5 +198,5 @@ def campaign_feed(campaign_id: Any) -> CampaignFeed:
     registry = _feeds.setdefault(asyncio.get_running_loop(), {})
     group = group_name(campaign_id)
     if group not in registry:
-        registry[group] = CampaignFeed(group, registry)
+        registry[group] = CampaignFeed(campaign_id, registry)
     return registry[group]

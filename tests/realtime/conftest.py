@@ -69,11 +69,11 @@ def token_header(user: Any) -> tuple[bytes, bytes]:
 
 
 async def open_socket(
-    campaign_id: Any, headers: list[tuple[bytes, bytes]]
+    campaign_id: Any, headers: list[tuple[bytes, bytes]], query: str = ""
 ) -> tuple[WebsocketCommunicator, bool, Any]:
     """A handshake as every HTTP/1.1 client makes it: with a `Host` header, here `testserver`."""
     socket = WebsocketCommunicator(
-        application, f"/ws/campaigns/{campaign_id}/", headers=[HOST, *headers]
+        application, f"/ws/campaigns/{campaign_id}/{query}", headers=[HOST, *headers]
     )
     connected, detail = await socket.connect(timeout=TIMEOUT)
     if not connected:  # as a server does after a refusal, so the consumer ends here and now
@@ -82,9 +82,11 @@ async def open_socket(
     return socket, connected, detail
 
 
-async def browser(campaign_id: Any, user: Any) -> WebsocketCommunicator:
-    """A member's browser tab, connected, past the `hello` every socket starts with."""
-    socket, connected, detail = await open_socket(campaign_id, [ORIGIN, await session_cookie(user)])
+async def browser(campaign_id: Any, user: Any, query: str = "") -> WebsocketCommunicator:
+    """A member's browser tab, connected, past the `hello` every socket starts with; `query`:
+    what the page asks for in the socket's address (`?fragments=board`, as the page's does)."""
+    headers = [ORIGIN, await session_cookie(user)]
+    socket, connected, detail = await open_socket(campaign_id, headers, query)
     assert connected, f"handshake refused ({detail})"
     assert (await socket.receive_json_from(timeout=TIMEOUT))["type"] == "hello"
     return socket

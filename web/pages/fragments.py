@@ -24,6 +24,12 @@ turn and a creature added ask only the viewer's sight, or nothing (`for_sight`).
 the whole feed (`/feed/`, after a gap in the events) and the approval card (whose buttons are
 per person and per call) are drawn per request.
 
+The board is not even asked for: after an event that changed it (`BOARD_EVENTS`) each server
+process's feed of the campaign draws it for every page it holds that asked for it when its
+socket connected (`pushed_boards`, from `web.feeds`) and sends it down the socket: one drawing
+per class as above, each page's own pieces, no request per page. `/board/` stays for the
+page's first sight and for a resync after a gap.
+
 Django serves each request in a thread of its own, and the five pages of a table ask for a
 fragment at the same moment: the first request of a process to miss draws it while the others
 of that process wait for the drawing, and those of the other web processes see its claim in
@@ -137,6 +143,11 @@ def for_sight(
 
 # ---- the board ------------------------------------------------------------------------------
 
+# The events after which the board is drawn again: the world changed, or who is at the table.
+BOARD_EVENTS = frozenset(
+    {"state_changed", "invocation_reverted", "interaction_reverted", "member_added"}
+)
+
 
 def board_class(rights: Rights) -> str:
     """The owner sees the members and the invites: a class of one. Everyone else is the GM's
@@ -161,6 +172,14 @@ def board(*, campaign: Campaign, rights: Rights) -> str:
         draw=lambda: _draw_board_for_class(campaign, rights.alike()),
     )
     return _with_own_pieces(kept, rights)
+
+
+def pushed_boards(*, campaign_id: Any, viewers: list[Rights]) -> list[str]:
+    """The board for each of `viewers` (the pages whose sockets asked for it, each with the
+    rights read when it connected) at the campaign's current event number: the campaign read
+    once, each class drawn once (or taken from the cache, where another process drew it)."""
+    campaign = Campaign.objects.get(pk=campaign_id)
+    return [board(campaign=campaign, rights=rights) for rights in viewers]
 
 
 def _draw_board(campaign: Campaign, rights: Rights) -> str:
@@ -252,7 +271,13 @@ def turn(*, campaign: Campaign, rights: Rights, turn_id: int) -> str | None:
 
     def draw() -> str:
         turns = presenters.feed(campaign=campaign, rights=rights, turn_id=turn_id)
-        return render_to_string("campaigns/_turn.html", {"turn": turns[0]}) if turns else ""
+        if not turns:
+            return ""
+        # `data-seq`: the event number of the key, read before the turn (the page skips a fetch
+        # that a drawing on its way already answers: static/js/table/feed.js)
+        return render_to_string(
+            "campaigns/_turn.html", {"turn": turns[0], "seq": campaign.drawn_seq}
+        )
 
     html = drawn(
         campaign=campaign,

@@ -1,10 +1,11 @@
 // The board (scene, map, combat tracker, rosters, the forms' choices) is drawn by the server
-// only: `/campaigns/{id}/board/` answers its parts with the templates the page was drawn with,
-// and this module swaps them in whenever an event says the world changed. The fragment carries
-// the number of the last event it reflects, so an older answer never replaces a newer one.
+// only, with the templates the page was drawn with: after each event that changed the world the
+// server sends it down the socket (socket.js, `boardSent`), and after a gap in the events the
+// page fetches it (`/campaigns/{id}/board/`, `refreshBoard`); this module swaps its parts in.
+// The fragment carries the number of the last event it reflects, so an older drawing never
+// replaces a newer one.
 
-import { on } from "./bus.js";
-import { $, $$, PAGE, boot, fetchHTML, pause } from "./http.js";
+import { $, $$, PAGE, boot, fetchHTML, fragment, pause } from "./http.js";
 
 let shownSeq = boot.seq;
 const swaps = new Map(); // part name -> (old, fresh) => void: how a part takes its fresh copy
@@ -81,6 +82,8 @@ export function refreshBoard() {
   return running;
 }
 
-for (const type of ["state_changed", "invocation_reverted", "interaction_reverted", "member_added"]) {
-  on(type, refreshBoard);
+// The board the server sent after an event; null when it could not draw it: fetched instead.
+export function boardSent(html) {
+  if (html === null) refreshBoard();
+  else swapIn(fragment(html).firstElementChild);
 }

@@ -1,9 +1,11 @@
 // The live connection (docs/api.md#the-live-feed-websocket). Events are numbered per campaign: they go to the bus in
 // order; a gap still open after REORDER_WAIT means one was lost, and the page reloads the
 // feed and the board from the server instead of drifting. Every connection opens with `hello`
-// {seq: the campaign's last event}: a page that has seen less catches up the same way.
+// {seq: the campaign's last event}: a page that has seen less catches up the same way. The
+// socket asks for the board too (`?fragments=board`): the server sends it, drawn for this page,
+// after each event that changed it, and the page swaps it in (board.js).
 
-import { refreshBoard } from "./board.js";
+import { boardSent, refreshBoard } from "./board.js";
 import { emit } from "./bus.js";
 import { $, boot, pause } from "./http.js";
 import { reloadFeed } from "./feed.js";
@@ -97,7 +99,7 @@ let failures = 0;
 
 export function connect() {
   const scheme = location.protocol === "https:" ? "wss" : "ws";
-  socket = new WebSocket(`${scheme}://${location.host}/ws/campaigns/${boot.campaign}/`);
+  socket = new WebSocket(`${scheme}://${location.host}/ws/campaigns/${boot.campaign}/?fragments=board`);
   socket.addEventListener("open", () => {
     setLive("open", "live");
     failures = 0;
@@ -109,7 +111,9 @@ export function connect() {
     } catch {
       return;
     }
-    if (event.type !== "hello") receive(event);
+    if (event.type === "fragment") {
+      if (event.part === "board") boardSent(event.html);
+    } else if (event.type !== "hello") receive(event);
     else if (Number.isInteger(event.seq) && event.seq > lastSeq) resync();
   });
   socket.addEventListener("close", () => {

@@ -1,0 +1,92 @@
+"""The board sent down the socket (web/feeds.py, web/pages/fragments.py `pushed_boards`): after
+an event that changed the world, every page whose socket asked for it (`?fragments=board`, as
+the page's does) is sent the board as drawing it for that viewer alone would give, the fog
+included; the drawings stay one per class however many pages look; a socket that did not ask
+(an API client) is sent events only; a drawing that fails tells the page to fetch it."""
+
+from typing import Any
+
+import pytest
+from channels.db import database_sync_to_async
+
+from campaigns.services import membership_add
+from tests.conftest import World, commit, fog_over_the_goblin, make_user
+from tests.pages.test_fragment_cache import board_alone
+from tests.realtime.conftest import browser, receive_until
+from web import feeds
+from web.pages import fragments
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
+
+BOARD = "?fragments=board"
+
+
+@database_sync_to_async
+def goblin_hit_in_a_turn(world: World, amount: int = 2) -> None:
+    turn = world.turn(world.player, "I strike the goblin.")
+    commit(
+        world, "modify_creature", {"creature_id": world.goblin.pk, "hp_delta": -amount}, turn=turn
+    )
+
+
+async def board_sent(socket: Any) -> str | None:
+    """The events up to the board the socket is sent after them: the board's HTML."""
+    return (await receive_until(socket, "fragment"))[-1]["html"]
+
+
+async def test_each_page_is_sent_the_board_drawn_for_its_viewer(world: World):
+    await database_sync_to_async(fog_over_the_goblin)(world)
+    viewers = {"owner": world.owner, "cogm": world.cogm, "player": world.player}
+    pages = {name: await browser(world.campaign.pk, user, BOARD) for name, user in viewers.items()}
+    api = await browser(world.campaign.pk, world.other)  # no board asked for: events only
+    await goblin_hit_in_a_turn(world)
+
+    sent = {name: await board_sent(socket) for name, socket in pages.items()}
+    for name, user in viewers.items():
+        assert sent[name] == await database_sync_to_async(board_alone)(world, user), name
+    assert "Goblin" in sent["owner"] and "Goblin" in sent["cogm"]
+    assert "Goblin" not in sent["player"]  # the fog hides it from a player's board
+    assert "your character" in sent["player"] and "your character" not in sent["cogm"]
+    assert [e["type"] for e in await receive_until(api, "state_changed")][-1] == "state_changed"
+    for socket in (*pages.values(), api):  # one board per page, and none to the API's socket
+        assert await socket.receive_nothing(timeout=0.3)
+        await socket.disconnect()
+
+
+async def test_the_board_is_drawn_once_per_class_however_many_pages_look(world: World):
+    """The owner's board is a class of one, everyone else's a player's (the GM's sight, for a
+    co-GM): the drawings per event are those classes, not one per page."""
+    drawings = {}
+    for players in (1, 3, 6):
+        users = await database_sync_to_async(_players)(world, players)
+        pages = [await browser(world.campaign.pk, u, BOARD) for u in [world.owner, *users]]
+        before = fragments.renders["board"]
+        await goblin_hit_in_a_turn(world)
+        boards = [await board_sent(page) for page in pages]
+        drawings[players + 1] = fragments.renders["board"] - before
+        assert all(boards) and len(set(boards)) == 2, players  # the owner's, and the players'
+        for page in pages:
+            assert await page.receive_nothing(timeout=0.2)
+            await page.disconnect()
+    assert drawings == {2: 2, 4: 2, 7: 2}
+
+
+def _players(world: World, count: int) -> list[Any]:
+    """`count` players with no character (so that each is sent the players' very drawing)."""
+    users = []
+    for _ in range(count):
+        user = make_user(f"watcher-{count}-{len(users)}")
+        membership_add(campaign=world.campaign, by=world.owner, username=user.username)
+        users.append(user)
+    return users
+
+
+async def test_a_board_that_cannot_be_drawn_is_fetched_by_the_page(world: World, monkeypatch):
+    def fails(**_: Any) -> list[str]:
+        raise RuntimeError("the database went away")
+
+    monkeypatch.setattr(feeds, "pushed_boards", fails)
+    page = await browser(world.campaign.pk, world.player, BOARD)
+    await goblin_hit_in_a_turn(world)
+    assert await board_sent(page) is None  # board.js fetches /board/ on a null
+    await page.disconnect()
