@@ -34,7 +34,8 @@ fetches, board.js's coalescing, socket.js's ordering and resync).
 are those of the step before and new ones) prints, for what a player feels, p50/p95/p99 of:
 action -> own event (the request sent, to the acting page's socket receiving the event it
 caused: its message, its roll, its move, its undo), action -> others' event (the same event at
-the table's four other pages), and fragment fetch (every GET a page makes after an event); and
+the table's four other pages), and fragment fetch (every GET a page makes after an event, and each
+board the server sends down a socket: from the arrival of the first event it reflects); and
 the errors (5xx, unexpected statuses, events lost: an action's event that a page neither
 received nor caught up with by a resync), the seq gaps (closed by reordering, or resynced as
 socket.js does), the offered load (actions/s, events/s received by the pages, fetches/s), CPU
@@ -51,6 +52,7 @@ A benchmark, not a test: it asserts no figure, only that every step did what it 
 import asyncio
 import http.client
 import json
+import math
 import multiprocessing
 import os
 import random
@@ -88,6 +90,7 @@ ALONE = 10  # GETs of each fragment with nothing else happening, after the first
 BAR_MS = 200.0  # p95 of every measure, for a step to count as carried
 GM_ROUND_DELAY = 0.2  # GM_SCRIPTED_DELAY: seconds before each of the GM's rounds
 GM_WORD_DELAY = 0.04  # GM_SCRIPTED_WORD_DELAY: seconds before each word the GM says
+SENT_BOARD = "board sent (event -> it)"  # a fragment measure: no request, the socket's message
 REORDER_WAIT = 0.5  # seconds a gap waits for its events (static/js/table/socket.js)
 EVENT_WAIT = 15.0  # seconds an action's event has to reach every page before it counts lost
 QUIET_TIMEOUT = 120  # seconds for the GM turns to end and the pages to catch up after a step
@@ -180,9 +183,11 @@ class Page:
     """One open campaign page: for each event, the fetches static/js/table/*.js makes. Copied
     from (keep in step with) the JavaScript:
 
-    - board.js: `state_changed`, `invocation_reverted`, `interaction_reverted`, `member_added`
-      -> GET board/; one fetch in flight, and at most one more after it however many events
-      asked meanwhile.
+    - socket.js asks for the board (`?fragments=board`): after `state_changed`,
+      `invocation_reverted`, `interaction_reverted` or `member_added` the server sends it as a
+      `fragment` message (board.js swaps it in; its time is the event's arrival -> the board's
+      that reflects it); a `fragment` with `html` null -> GET board/ (board.js's refreshBoard:
+      one fetch in flight, and at most one more after it however many asked meanwhile).
     - feed.js: `message_created` -> GET feed/?turn= unless that message is drawn already;
       `gm_turn_started` -> ?turn= only for a resumed attempt (attempt > 1) of a drawn turn;
       `gm_text_delta` -> ?turn= unless the turn is drawn with its streaming slot, or a fetch of
@@ -193,7 +198,9 @@ class Page:
       `approval_resolved` -> ?turn= for a known turn; `invocation_reverted` -> ?turn= for a known
       turn, else ?change= again if drawn; `interaction_reverted` -> ?turn= of the turn, and of
       every later drawn turn with calls when it undid more than one call. A turn is known when
-      drawn or asked for; a newer request for a turn wins (refreshTurn's generations).
+      drawn or asked for. One ?turn= per turn is on its way at a time (refreshTurn): an event
+      that asks meanwhile gets one more after it, unless the drawing that arrives reflects that
+      event already (its `data-seq` >= the event's seq).
     - approval.js: `approval_requested`, `approval_resolved` and `resynced` -> GET approvals/.
     - waiting.js: `approval_requested`, `approval_resolved` -> ?turn= of every drawn turn still
       waiting (queued, running, awaiting_approval; not undone) and every turn on its way.
@@ -210,8 +217,10 @@ class Page:
         spawn: Callable[[Any], None],
         count: Callable[[str], None],
         card: Callable[[str], None] | None = None,
+        sent: Callable[[float], None] | None = None,
     ) -> None:
         self.fetch = fetch  # async (kind, query) -> the fragment's text, or None if it failed
+        self.sent = sent  # sent(ms): a board arrived, ms after the first event it reflects
         self.spawn = spawn  # start a coroutine, as a handler's promise runs on
         self.count = count  # count("gaps"), count("reordered"), count("resyncs")
         self.card = card  # shown the approval card as drawn (the GM's page answers it)
@@ -225,14 +234,16 @@ class Page:
         self.messages: set[int] = set()
         self.rolls: set[int] = set()
         self.changes: set[str] = set()
-        self.generation: dict[int, int] = {}  # refreshTurn's `refreshing`
+        self.asked: set[int] = set()  # refreshTurn's `asked`
         self.on_their_way: set[int] = set()  # refreshTurn's `fetching`
+        self.again: dict[int, float] = {}  # refreshTurn's `again`: the newest event to reflect
         self.board_running: asyncio.Future | None = None
         self.board_again = False
+        self.board_due: list[tuple[int, float]] = []  # events awaiting their board: (seq, at)
 
     # feed.js
     def known(self, turn: int | None) -> bool:
-        return turn is not None and (turn in self.turns or turn in self.generation)
+        return turn is not None and (turn in self.turns or turn in self.asked)
 
     def draw(self, html: str) -> None:
         """Take a fragment's turns, messages, rolls and changes as the DOM would hold them."""
@@ -249,27 +260,33 @@ class Page:
                 calls='class="calls' in part,
             )
 
-    def refresh_turn(self, turn: int) -> None:
-        # An async function runs up to its first await at once: the request is numbered and on
-        # its way before the next event's handler looks.
-        generation = self.generation.get(turn, 0) + 1
-        self.generation[turn] = generation
-        self.on_their_way.add(turn)
-        self.spawn(self._refresh_turn(turn, generation))
-
-    async def _refresh_turn(self, turn: int, generation: int) -> None:
-        try:
-            html = await self.fetch("feed ?turn=", f"feed/?turn={turn}")
-        finally:
-            if self.generation[turn] == generation:
-                self.on_their_way.discard(turn)
-        if html is None or self.generation[turn] != generation:
+    def refresh_turn(self, turn: int, seq: float = math.inf) -> None:
+        # An async function runs up to its first await at once: the request is on its way
+        # before the next event's handler looks.
+        self.asked.add(turn)
+        if turn in self.on_their_way:
+            self.again[turn] = max(self.again.get(turn, -math.inf), seq)
             return
-        self.draw(html)
+        self.on_their_way.add(turn)
+        self.spawn(self._refresh_turn(turn))
 
-    def draw_roll(self, roll: int, turn: int | None) -> None:
+    async def _refresh_turn(self, turn: int) -> None:
+        try:
+            while True:
+                self.again.pop(turn, None)
+                html = await self.fetch("feed ?turn=", f"feed/?turn={turn}")
+                if html is not None:
+                    self.draw(html)
+                wanted = self.again.get(turn)
+                if wanted is None or (html is not None and int(SEQ.search(html)[1]) >= wanted):
+                    break
+        finally:
+            self.again.pop(turn, None)
+            self.on_their_way.discard(turn)
+
+    def draw_roll(self, roll: int, turn: int | None, seq: float = math.inf) -> None:
         if turn is not None:
-            self.refresh_turn(turn)
+            self.refresh_turn(turn, seq)
         elif roll not in self.rolls:
             self.rolls.add(roll)  # the hidden slot holds its place at once
             self.spawn(self._fetch_entry("feed ?roll=", f"feed/?roll={roll}", self.rolls, roll))
@@ -306,6 +323,18 @@ class Page:
                 break
             self.board_again = False
         self.board_running = None
+
+    def board_sent(self, html: str | None) -> None:
+        """board.js's boardSent: the board the server sent, or null (fetch it)."""
+        if html is None:
+            self.board_due.clear()  # the fetch is timed as one
+            self.refresh_board()
+            return
+        seq = int(SEQ.search(html)[1])
+        covered = [at for s, at in self.board_due if s <= seq]
+        self.board_due = [(s, at) for s, at in self.board_due if s > seq]
+        if covered and self.sent is not None:
+            self.sent((time.time() - min(covered)) * 1000)
 
     # approval.js
     def redraw_approvals(self) -> None:
@@ -391,28 +420,29 @@ class Page:
     def emit(self, event: dict[str, Any]) -> None:
         """Every module's handlers of this event's type, in the page's import order."""
         kind, turn, data = event["type"], event.get("turn"), event.get("data") or {}
+        seq = event.get("seq", math.inf)
         if kind in ("state_changed", "invocation_reverted", "interaction_reverted", "member_added"):
-            self.refresh_board()
+            self.board_due.append((event["seq"], time.time()))  # the server sends it
         if kind == "message_created":
             if not (data.get("id") and data["id"] in self.messages):
-                self.refresh_turn(turn)
+                self.refresh_turn(turn, seq)
         elif kind == "gm_turn_started":
             if data.get("attempt", 1) > 1 and turn in self.turns:
-                self.refresh_turn(turn)
+                self.refresh_turn(turn, seq)
         elif kind == "gm_text_delta":
             drawn = self.turns.get(turn)
             if not (drawn and drawn.streaming) and turn not in self.on_their_way:
-                self.refresh_turn(turn)
+                self.refresh_turn(turn, seq)
         elif kind == "gm_turn_completed":
-            self.refresh_turn(turn)
+            self.refresh_turn(turn, seq)
         elif kind == "dice_rolled":
-            self.draw_roll(data["id"], turn)
+            self.draw_roll(data["id"], turn, seq)
         elif kind == "state_changed":
             invocation = event.get("invocation")
             if event.get("source") != "user":
                 pass
             elif self.known(turn):
-                self.refresh_turn(turn)
+                self.refresh_turn(turn, seq)
             elif turn is None and invocation:
                 self.draw_change(invocation, f"change={invocation}")
             elif turn is None and (  # a creature made by set-up: its row whole
@@ -421,28 +451,28 @@ class Page:
                 self.draw_change(f"added-{data['id']}", f"added={data['id']}")
         elif kind == "approval_resolved":
             if self.known(turn):
-                self.refresh_turn(turn)
+                self.refresh_turn(turn, seq)
         elif kind == "invocation_reverted":
             invocation = event.get("invocation")
             if self.known(turn):
-                self.refresh_turn(turn)
+                self.refresh_turn(turn, seq)
             elif turn is None and invocation and invocation in self.changes:
                 self.draw_change(invocation, f"change={invocation}", again=True)
         elif kind == "interaction_reverted":
             if turn in self.turns:
                 self.turns[turn].undone = True
-            self.refresh_turn(turn)
+            self.refresh_turn(turn, seq)
             if len(data.get("invocations") or []) > 1:
                 for later, drawn in list(self.turns.items()):
                     if later > turn and drawn.calls:
-                        self.refresh_turn(later)
+                        self.refresh_turn(later, seq)
         if kind in ("approval_requested", "approval_resolved", "resynced"):
             self.redraw_approvals()
         if kind in ("approval_requested", "approval_resolved"):
             waiting = set(self.on_their_way)
             waiting |= {t for t, d in self.turns.items() if d.status in WAITING and not d.undone}
             for t in waiting:
-                self.refresh_turn(t)
+                self.refresh_turn(t, seq)
 
 
 # -- the people: a page each, in separate client processes, no Django ---------------------------
@@ -513,7 +543,9 @@ async def _people(conn: Connection, tables: list[dict[str, Any]]) -> None:
 
         def __init__(self, table: dict[str, Any], seat: dict[str, Any]) -> None:
             self.table, self.seat = table, seat
-            self.page = Page(self.fetch, spawn, self.count, self.card if seat["gm"] else None)
+            self.page = Page(
+                self.fetch, spawn, self.count, self.card if seat["gm"] else None, self.sent
+            )
             self.answering: set[str] = set()  # held calls this (GM's) page is answering
             self.calls: dict[int, int] = {}  # GM turn -> its calls, from gm_turn_completed
             self.seen: dict[tuple[str, Any], float] = {}  # an action's event -> received at
@@ -528,6 +560,10 @@ async def _people(conn: Connection, tables: list[dict[str, Any]]) -> None:
                 if invocation not in self.answering:
                     self.answering.add(invocation)
                     spawn(approve(self, invocation))
+
+        def sent(self, ms: float) -> None:
+            if measuring:
+                stats.fetches.append((SENT_BOARD, 200, ms))
 
         async def fetch(self, kind: str, query: str) -> str | None:
             path = f"/campaigns/{self.table['id']}/{query}"
@@ -570,6 +606,10 @@ async def _people(conn: Connection, tables: list[dict[str, Any]]) -> None:
 
         def onMessage(self, payload: bytes, isBinary: bool) -> None:
             envelope = json.loads(payload)
+            if envelope["type"] == "fragment":
+                if envelope.get("part") == "board":
+                    self.person.page.board_sent(envelope["html"])
+                return
             if envelope["type"] == "hello":
                 if not self.factory.hello.done():
                     self.factory.hello.set_result(envelope["seq"])
@@ -595,7 +635,7 @@ async def _people(conn: Connection, tables: list[dict[str, Any]]) -> None:
             person.page.seq = int(SEQ.search(html)[1]) if SEQ.search(html) else 0
             person.page.draw(html)
             factory = WebSocketClientFactory(
-                f"ws://127.0.0.1:{seat['port']}/ws/campaigns/{table['id']}/",
+                f"ws://127.0.0.1:{seat['port']}/ws/campaigns/{table['id']}/?fragments=board",
                 origin=f"http://127.0.0.1:{seat['port']}",
                 headers={"Cookie": seat["cookie"]},
             )
@@ -746,17 +786,21 @@ async def _people(conn: Connection, tables: list[dict[str, Any]]) -> None:
         while person.page.seq < last[person.table["id"]] or person.page.resyncing:
             person.page.moved.clear()
             await person.page.moved.wait()
+        while person.page.board_due:  # and the board sent after its last change
+            await asyncio.sleep(0.05)
 
     everyone = [p for seats in people.values() for p in seats]
     try:
         await asyncio.wait_for(asyncio.gather(*(caught_up(p) for p in everyone)), TIMEOUT)
     except TimeoutError:
         behind = [
-            (p.seat["name"], p.page.seq, last[p.table["id"]])
+            (p.seat["name"], p.page.seq, last[p.table["id"]], p.page.board_due[:1])
             for p in everyone
-            if p.page.seq < last[p.table["id"]]
+            if p.page.seq < last[p.table["id"]] or p.page.board_due
         ]
-        stats.problems.append(f"pages behind their campaign's last event: {behind[:5]}")
+        stats.problems.append(
+            f"pages behind their campaign's last event or board (seq, last, unsent): {behind[:5]}"
+        )
     while tasks:  # the fetches and measurements still on their way
         await asyncio.wait(list(tasks), timeout=EVENT_WAIT + 5)
         if tasks and all(t.done() for t in tasks):
@@ -988,7 +1032,7 @@ class Step:
         return {
             "action -> own event": self.stats.own,
             "action -> others' event": self.stats.others,
-            "fragment fetch": [ms for _, _, ms in self.stats.fetches],
+            "fragment fetch": [ms for _, _, ms in self.stats.fetches],  # and the boards sent
         }
 
     @property
@@ -1072,13 +1116,18 @@ def run_step(step: Step, tables: list[dict[str, Any]], servers: list[int], sampl
 # -- the report ---------------------------------------------------------------------------------
 
 
+def gets(stats: Stats) -> int:
+    """The fragment GETs the pages made (the boards sent down the sockets are not requests)."""
+    return sum(kind != SENT_BOARD for kind, _, _ in stats.fetches)
+
+
 def report(step: Step) -> None:
     s, seconds = step.stats, step.seconds
     minutes = step.tables * seconds / 60
     print(
         f"\n== {step.tables} tables ({5 * step.tables} pages), {seconds:g} s: offered "
         f"{step.started / seconds:.2f} actions/s, {s.events / seconds:.1f} events/s received, "
-        f"{len(s.fetches) / seconds:.1f} fetches/s"
+        f"{gets(s) / seconds:.1f} fetches/s"
     )
     print(f"{'':<28} {'count':>6} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}")
 
@@ -1097,7 +1146,7 @@ def report(step: Step) -> None:
     for kind, _, ms in s.fetches:
         by_kind[kind].append(ms)
     for kind in sorted(by_kind):
-        line(f"  GET {kind}", by_kind[kind])
+        line(f"  {kind}" if kind == SENT_BOARD else f"  GET {kind}", by_kind[kind])
     by_action: dict[str, list[float]] = defaultdict(list)
     for label, _, ms in s.actions:
         by_action[label].append(ms)
@@ -1219,7 +1268,7 @@ def main(seconds: int, gap: int, workers: int, servers: int, steps: list[int]) -
         print(
             f"{step.tables:>6} {step.started / step.seconds:>9.2f}"
             f" {step.stats.events / step.seconds:>8.1f}"
-            f" {len(step.stats.fetches) / step.seconds:>9.1f}"
+            f" {gets(step.stats) / step.seconds:>9.1f}"
             f" {own:>8.1f} {others:>10.1f} {fetch:>9.1f} {step.errors:>6}"
             f" {step.cpu['server'] / minutes:>10.2f} {step.cpu['pg_redis'] / minutes:>8.2f}"
             f" {step.cpu['clients'] / minutes:>7.2f} {max(step.backends):>8}"

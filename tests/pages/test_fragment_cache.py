@@ -54,7 +54,7 @@ def turn_alone(world: World, user: User, turn: Turn) -> str:
     campaign = Campaign.objects.get(pk=world.campaign.pk)
     rights = viewer_rights(campaign=campaign, user=user)
     cards = presenters.feed(campaign=campaign, rights=rights, turn_id=turn.pk)
-    return alone(world, user, "campaigns/_turn.html", {"turn": cards[0]})
+    return alone(world, user, "campaigns/_turn.html", {"turn": cards[0], "seq": campaign.drawn_seq})
 
 
 def fetch(client: Client, world: World, query: str = "") -> str:

@@ -18,15 +18,16 @@ export function keepingScroll(change) {
 export const turnNode = (turnId) => $(`:scope > [data-turn="${turnId}"]`, feed());
 
 const streamed = new Map(); // turn id -> the narration so far
-const refreshing = new Map(); // turn id -> the newest request's number
+const asked = new Set(); // turn ids this page has asked for
 const fetching = new Set(); // turn ids with a request on its way
+const again = new Map(); // turn id -> the newest event its drawing on its way must also reflect
 
 // The turns whose drawing is on its way: a drawing asked for before an event may predate it.
 export const turnsOnTheirWay = () => [...fetching];
 
 // A turn this page draws: in the feed, or asked for (its first drawing may still be on its way,
 // and may predate the event at hand: it is asked for again).
-const known = (turnId) => turnId !== null && (Boolean(turnNode(turnId)) || refreshing.has(turnId));
+const known = (turnId) => turnId !== null && (Boolean(turnNode(turnId)) || asked.has(turnId));
 
 // The narration replaces the note that the GM is thinking in the server's drawing of the turn.
 function showStream(block, turnId) {
@@ -38,20 +39,38 @@ function showStream(block, turnId) {
   return true;
 }
 
-// Swap one turn for the server's rendering of it; a newer request for the same turn wins.
-export async function refreshTurn(turnId) {
-  const generation = (refreshing.get(turnId) ?? 0) + 1;
-  refreshing.set(turnId, generation);
-  let fresh;
+// Swap one turn for the server's rendering of it, which reflects event `seq` (the event that
+// asked for it; by default whatever happened until now). One request per turn is on its way at
+// a time: an event that asks meanwhile gets one more after it, unless the drawing that arrives
+// already reflects that event (its `data-seq`, the last event the server drew it at: the GM's
+// last message and the turn's end are committed together, and one drawing shows both).
+export async function refreshTurn(turnId, seq = Infinity) {
+  asked.add(turnId);
+  if (fetching.has(turnId)) {
+    again.set(turnId, Math.max(again.get(turnId) ?? -Infinity, seq));
+    return;
+  }
   fetching.add(turnId);
   try {
-    fresh = await fetchHTML(`${PAGE}/feed/?turn=${turnId}`);
-  } catch {
-    return;
+    for (;;) {
+      again.delete(turnId);
+      let fresh = null;
+      try {
+        fresh = await fetchHTML(`${PAGE}/feed/?turn=${turnId}`);
+      } catch {
+        // the next event, or the next reload of the feed, brings it
+      }
+      if (fresh) place(turnId, fresh);
+      const wanted = again.get(turnId);
+      if (wanted === undefined || (fresh && Number(fresh.dataset.seq) >= wanted)) break;
+    }
   } finally {
-    if (refreshing.get(turnId) === generation) fetching.delete(turnId);
+    again.delete(turnId);
+    fetching.delete(turnId);
   }
-  if (refreshing.get(turnId) !== generation) return;
+}
+
+function place(turnId, fresh) {
   if (!$(":scope > .msg.streaming", fresh)) streamed.delete(turnId); // the GM has finished
   keepingScroll(() => {
     showStream(fresh, turnId);
@@ -82,9 +101,9 @@ function holdPlace(kind, key) {
 // A player's roll is an entry of its own: a hidden slot takes its place in the feed at once and
 // is filled when the fragment arrives, so rolls stay in the order they were announced. A GM's
 // roll is part of its turn, which is drawn again.
-export async function drawRoll(rollId, turnId) {
+export async function drawRoll(rollId, turnId, seq) {
   if (turnId !== null && turnId !== undefined) {
-    refreshTurn(turnId);
+    refreshTurn(turnId, seq);
     return;
   }
   if ($(`[data-roll="${rollId}"]`, feed())) return;
@@ -138,16 +157,16 @@ export async function reloadFeed() {
   return Number(fresh.dataset.seq);
 }
 
-on("message_created", ({ turn, data }) => {
+on("message_created", ({ turn, data, seq }) => {
   if (data.id && $(`[data-message="${data.id}"]`, feed())) return;
-  refreshTurn(turn);
+  refreshTurn(turn, seq);
 });
 
 // A turn resumed after its worker was lost tells its narration again from the start.
-on("gm_turn_started", ({ turn, data }) => {
+on("gm_turn_started", ({ turn, data, seq }) => {
   if (data.attempt <= 1 || !turnNode(turn)) return;
   streamed.delete(turn);
-  refreshTurn(turn);
+  refreshTurn(turn, seq);
 });
 
 on("gm_text_delta", ({ turn, data }) => {
@@ -160,9 +179,9 @@ on("gm_text_delta", ({ turn, data }) => {
   if (!shown && !fetching.has(turn)) refreshTurn(turn);
 });
 
-on("gm_turn_completed", ({ turn }) => refreshTurn(turn));
+on("gm_turn_completed", ({ turn, seq }) => refreshTurn(turn, seq));
 
-on("dice_rolled", ({ turn, data }) => drawRoll(data.id, turn));
+on("dice_rolled", ({ turn, data, seq }) => drawRoll(data.id, turn, seq));
 
 // A token dragged on the map and a creature added through the set-up join no turn: each is
 // an entry of its own, drawn by the server (`/feed/?change=<invocation>`,
@@ -183,9 +202,9 @@ export async function drawChange(key, query, { again = false } = {}) {
 
 // A change by someone's own hand sits in a turn of its own, which the GM never completes: its
 // tool call is drawn in the feed now.
-on("state_changed", ({ source, turn, invocation, data }) => {
+on("state_changed", ({ source, turn, invocation, data, seq }) => {
   if (source !== "user") return;
-  if (known(turn)) refreshTurn(turn);
+  if (known(turn)) refreshTurn(turn, seq);
   else if (turn === null && invocation) drawChange(invocation, `change=${invocation}`);
   else if (turn === null && data.entity === "creature" && !data.facet && data.fields) {
     drawChange(`added-${data.id}`, `added=${data.id}`);
@@ -193,26 +212,26 @@ on("state_changed", ({ source, turn, invocation, data }) => {
 });
 
 // A held call answered: its turn's card says who approved, rejected or withdrew it, and why.
-on("approval_resolved", ({ turn }) => {
-  if (known(turn)) refreshTurn(turn);
+on("approval_resolved", ({ turn, seq }) => {
+  if (known(turn)) refreshTurn(turn, seq);
 });
 
-on("invocation_reverted", ({ turn, invocation }) => {
-  if (known(turn)) refreshTurn(turn);
+on("invocation_reverted", ({ turn, invocation, seq }) => {
+  if (known(turn)) refreshTurn(turn, seq);
   else if (turn === null && invocation && changeNode(invocation)) {
     drawChange(invocation, `change=${invocation}`, { again: true });
   }
 });
 
-on("interaction_reverted", ({ turn, data }) => {
+on("interaction_reverted", ({ turn, data, seq }) => {
   markUndone(turn);
-  refreshTurn(turn);
+  refreshTurn(turn, seq);
   // An undo with cascade also reverted later turns' calls: redraw the later turns that made
   // any, and the "Undo from here" offers may change with them.
   if (data.invocations?.length > 1) {
     for (const block of $$(":scope > .turn", feed())) {
       const later = Number(block.dataset.turn) > turn;
-      if (later && $(":scope > .calls", block)) refreshTurn(Number(block.dataset.turn));
+      if (later && $(":scope > .calls", block)) refreshTurn(Number(block.dataset.turn), seq);
     }
   }
 });

@@ -9,14 +9,14 @@ import { feed, refreshTurn, turnsOnTheirWay } from "./feed.js";
 const WAITING = ["queued", "running", "awaiting_approval"];
 
 // The waiting turns drawn on the page, and any turn whose drawing is still on its way (asked for
-// before the call was held, it would arrive without the words): each is asked for again, and the
-// newer answer wins (`refreshTurn`).
-function redrawWaiting() {
+// before the call was held, it would arrive without the words): each is asked for again
+// (`refreshTurn`: after the one on its way, unless that one shows the event).
+function redrawWaiting({ seq }) {
   const turns = new Set(turnsOnTheirWay());
   for (const turn of $$(":scope > .turn:not(.undone)", feed())) {
     if (WAITING.includes(turn.dataset.status)) turns.add(Number(turn.dataset.turn));
   }
-  for (const turn of turns) refreshTurn(turn);
+  for (const turn of turns) refreshTurn(turn, seq);
 }
 
 on("approval_requested", redrawWaiting);
