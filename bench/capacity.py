@@ -90,7 +90,10 @@ ALONE = 10  # GETs of each fragment with nothing else happening, after the first
 BAR_MS = 200.0  # p95 of every measure, for a step to count as carried
 GM_ROUND_DELAY = 0.2  # GM_SCRIPTED_DELAY: seconds before each of the GM's rounds
 GM_WORD_DELAY = 0.04  # GM_SCRIPTED_WORD_DELAY: seconds before each word the GM says
-SENT_BOARD = "board sent (event -> it)"  # a fragment measure: no request, the socket's message
+# Fragment measures with no request: the socket's message, from the first event it reflects.
+SENT_BOARD = "board sent (event -> it)"
+SENT_TURN = "turn sent (event -> it)"
+SENT = (SENT_BOARD, SENT_TURN)
 REORDER_WAIT = 0.5  # seconds a gap waits for its events (static/js/table/socket.js)
 EVENT_WAIT = 15.0  # seconds an action's event has to reach every page before it counts lost
 QUIET_TIMEOUT = 120  # seconds for the GM turns to end and the pages to catch up after a step
@@ -183,21 +186,25 @@ class Page:
     """One open campaign page: for each event, the fetches static/js/table/*.js makes. Copied
     from (keep in step with) the JavaScript:
 
-    - socket.js asks for the board (`?fragments=board`): after `state_changed`,
+    - socket.js asks for the board (`?fragments=board,turn`): after `state_changed`,
       `invocation_reverted`, `interaction_reverted` or `member_added` the server sends it as a
       `fragment` message (board.js swaps it in; its time is the event's arrival -> the board's
       that reflects it); a `fragment` with `html` null -> GET board/ (board.js's refreshBoard:
       one fetch in flight, and at most one more after it however many asked meanwhile).
-    - feed.js: `message_created` -> GET feed/?turn= unless that message is drawn already;
-      `gm_turn_started` -> ?turn= only for a resumed attempt (attempt > 1) of a drawn turn;
-      `gm_text_delta` -> ?turn= unless the turn is drawn with its streaming slot, or a fetch of
-      it is on its way; `gm_turn_completed` -> ?turn=; `dice_rolled` -> ?turn= for a GM's roll,
-      else ?roll= once (the roller's page drew it when the API answered: dice.js);
+    - ... and for the turns: after `message_created`,
+      `gm_turn_completed` and `interaction_reverted` the server sends the turn (feed.js's
+      turnSent; timed as the board is; `html` null -> GET feed/?turn=), unless the page's
+      drawing of it shows the event already; a drawing only replaces one as new or older
+      (its `data-seq`, feed.js's `newest`).
+    - feed.js: `gm_turn_started` -> ?turn= only for a resumed attempt (attempt > 1) of a
+      drawn turn; `gm_text_delta` -> ?turn= unless the turn is drawn with its streaming slot,
+      or a fetch of it is on its way, or the server is to send it; `dice_rolled` -> ?turn= for
+      a GM's roll, else ?roll= once (the roller's page drew it when the API answered: dice.js);
       `state_changed` from a person (`source` user) -> ?turn= for a known turn, else
       ?change=<invocation> once, or ?added=<creature> once for a creature made by set-up;
       `approval_resolved` -> ?turn= for a known turn; `invocation_reverted` -> ?turn= for a known
-      turn, else ?change= again if drawn; `interaction_reverted` -> ?turn= of the turn, and of
-      every later drawn turn with calls when it undid more than one call. A turn is known when
+      turn, else ?change= again if drawn; `interaction_reverted` -> ?turn= of every later drawn
+      turn with calls when it undid more than one call. A turn is known when
       drawn or asked for. One ?turn= per turn is on its way at a time (refreshTurn): an event
       that asks meanwhile gets one more after it, unless the drawing that arrives reflects that
       event already (its `data-seq` >= the event's seq).
@@ -220,7 +227,7 @@ class Page:
         sent: Callable[[float], None] | None = None,
     ) -> None:
         self.fetch = fetch  # async (kind, query) -> the fragment's text, or None if it failed
-        self.sent = sent  # sent(ms): a board arrived, ms after the first event it reflects
+        self.sent = sent  # sent(kind, ms): a fragment arrived, ms after the first event it shows
         self.spawn = spawn  # start a coroutine, as a handler's promise runs on
         self.count = count  # count("gaps"), count("reordered"), count("resyncs")
         self.card = card  # shown the approval card as drawn (the GM's page answers it)
@@ -240,6 +247,9 @@ class Page:
         self.board_running: asyncio.Future | None = None
         self.board_again = False
         self.board_due: list[tuple[int, float]] = []  # events awaiting their board: (seq, at)
+        self.sending: set[int] = set()  # feed.js's `sending`: turns the server is to send
+        self.turn_due: dict[int, list[tuple[int, float]]] = defaultdict(list)  # as board_due
+        self.placed_at: dict[int, int] = {}  # feed.js's `placedAt`: a turn's drawing's data-seq
 
     # feed.js
     def known(self, turn: int | None) -> bool:
@@ -253,6 +263,8 @@ class Page:
         starts = [(m.start(), m) for m in TURN_LI.finditer(html)] + [(len(html), None)]
         for (start, match), (end, _) in zip(starts, starts[1:], strict=False):
             part = html[start:end]
+            if at := SEQ.search(part[: part.index(">")]):  # the `<li>`'s own `data-seq`
+                self.placed_at[int(match[2])] = int(at[1])
             self.turns[int(match[2])] = DrawnTurn(
                 status=match[3],
                 undone=bool(match[1]),
@@ -275,7 +287,7 @@ class Page:
             while True:
                 self.again.pop(turn, None)
                 html = await self.fetch("feed ?turn=", f"feed/?turn={turn}")
-                if html is not None:
+                if html is not None and self.newest(turn, html):
                     self.draw(html)
                 wanted = self.again.get(turn)
                 if wanted is None or (html is not None and int(SEQ.search(html)[1]) >= wanted):
@@ -334,7 +346,37 @@ class Page:
         covered = [at for s, at in self.board_due if s <= seq]
         self.board_due = [(s, at) for s, at in self.board_due if s > seq]
         if covered and self.sent is not None:
-            self.sent((time.time() - min(covered)) * 1000)
+            self.sent(SENT_BOARD, (time.time() - min(covered)) * 1000)
+
+    # feed.js: the turns the server sends
+    def newest(self, turn: int, html: str) -> bool:
+        """feed.js's `newest`: a drawing may replace the turn's only if as new or newer."""
+        seq = int(SEQ.search(html)[1])
+        if seq < self.placed_at.get(turn, -1):
+            return False
+        self.placed_at[turn] = seq
+        return True
+
+    def to_be_sent(self, turn: int, seq: int) -> None:
+        self.asked.add(turn)
+        if self.placed_at.get(turn, -1) < seq:
+            self.sending.add(turn)
+            self.turn_due[turn].append((seq, time.time()))
+
+    def turn_sent(self, turn: int, html: str | None) -> None:
+        self.sending.discard(turn)
+        due = self.turn_due.pop(turn, [])
+        if html is None:
+            self.refresh_turn(turn)
+            return
+        seq = int(SEQ.search(html)[1])
+        covered = [at for s, at in due if s <= seq]
+        if [d for d in due if d[0] > seq]:
+            self.turn_due[turn] = [d for d in due if d[0] > seq]
+        if covered and self.sent is not None:
+            self.sent(SENT_TURN, (time.time() - min(covered)) * 1000)
+        if self.newest(turn, html):
+            self.draw(html)
 
     # approval.js
     def redraw_approvals(self) -> None:
@@ -424,17 +466,16 @@ class Page:
         if kind in ("state_changed", "invocation_reverted", "interaction_reverted", "member_added"):
             self.board_due.append((event["seq"], time.time()))  # the server sends it
         if kind == "message_created":
-            if not (data.get("id") and data["id"] in self.messages):
-                self.refresh_turn(turn, seq)
+            self.to_be_sent(turn, seq)
         elif kind == "gm_turn_started":
             if data.get("attempt", 1) > 1 and turn in self.turns:
                 self.refresh_turn(turn, seq)
         elif kind == "gm_text_delta":
             drawn = self.turns.get(turn)
-            if not (drawn and drawn.streaming) and turn not in self.on_their_way:
+            if not (drawn and drawn.streaming) and turn not in self.on_their_way | self.sending:
                 self.refresh_turn(turn, seq)
         elif kind == "gm_turn_completed":
-            self.refresh_turn(turn, seq)
+            self.to_be_sent(turn, seq)
         elif kind == "dice_rolled":
             self.draw_roll(data["id"], turn, seq)
         elif kind == "state_changed":
@@ -461,7 +502,7 @@ class Page:
         elif kind == "interaction_reverted":
             if turn in self.turns:
                 self.turns[turn].undone = True
-            self.refresh_turn(turn, seq)
+            self.to_be_sent(turn, seq)
             if len(data.get("invocations") or []) > 1:
                 for later, drawn in list(self.turns.items()):
                     if later > turn and drawn.calls:
@@ -469,7 +510,7 @@ class Page:
         if kind in ("approval_requested", "approval_resolved", "resynced"):
             self.redraw_approvals()
         if kind in ("approval_requested", "approval_resolved"):
-            waiting = set(self.on_their_way)
+            waiting = self.on_their_way | self.sending
             waiting |= {t for t, d in self.turns.items() if d.status in WAITING and not d.undone}
             for t in waiting:
                 self.refresh_turn(t, seq)
@@ -561,9 +602,9 @@ async def _people(conn: Connection, tables: list[dict[str, Any]]) -> None:
                     self.answering.add(invocation)
                     spawn(approve(self, invocation))
 
-        def sent(self, ms: float) -> None:
+        def sent(self, kind: str, ms: float) -> None:
             if measuring:
-                stats.fetches.append((SENT_BOARD, 200, ms))
+                stats.fetches.append((kind, 200, ms))
 
         async def fetch(self, kind: str, query: str) -> str | None:
             path = f"/campaigns/{self.table['id']}/{query}"
@@ -609,6 +650,8 @@ async def _people(conn: Connection, tables: list[dict[str, Any]]) -> None:
             if envelope["type"] == "fragment":
                 if envelope.get("part") == "board":
                     self.person.page.board_sent(envelope["html"])
+                elif envelope.get("part") == "turn":
+                    self.person.page.turn_sent(envelope["turn"], envelope["html"])
                 return
             if envelope["type"] == "hello":
                 if not self.factory.hello.done():
@@ -635,7 +678,7 @@ async def _people(conn: Connection, tables: list[dict[str, Any]]) -> None:
             person.page.seq = int(SEQ.search(html)[1]) if SEQ.search(html) else 0
             person.page.draw(html)
             factory = WebSocketClientFactory(
-                f"ws://127.0.0.1:{seat['port']}/ws/campaigns/{table['id']}/?fragments=board",
+                f"ws://127.0.0.1:{seat['port']}/ws/campaigns/{table['id']}/?fragments=board,turn",
                 origin=f"http://127.0.0.1:{seat['port']}",
                 headers={"Cookie": seat["cookie"]},
             )
@@ -786,7 +829,7 @@ async def _people(conn: Connection, tables: list[dict[str, Any]]) -> None:
         while person.page.seq < last[person.table["id"]] or person.page.resyncing:
             person.page.moved.clear()
             await person.page.moved.wait()
-        while person.page.board_due:  # and the board sent after its last change
+        while person.page.board_due or person.page.sending:  # and the fragments sent after
             await asyncio.sleep(0.05)
 
     everyone = [p for seats in people.values() for p in seats]
@@ -796,7 +839,7 @@ async def _people(conn: Connection, tables: list[dict[str, Any]]) -> None:
         behind = [
             (p.seat["name"], p.page.seq, last[p.table["id"]], p.page.board_due[:1])
             for p in everyone
-            if p.page.seq < last[p.table["id"]] or p.page.board_due
+            if p.page.seq < last[p.table["id"]] or p.page.board_due or p.page.sending
         ]
         stats.problems.append(
             f"pages behind their campaign's last event or board (seq, last, unsent): {behind[:5]}"
@@ -1118,7 +1161,7 @@ def run_step(step: Step, tables: list[dict[str, Any]], servers: list[int], sampl
 
 def gets(stats: Stats) -> int:
     """The fragment GETs the pages made (the boards sent down the sockets are not requests)."""
-    return sum(kind != SENT_BOARD for kind, _, _ in stats.fetches)
+    return sum(kind not in SENT for kind, _, _ in stats.fetches)
 
 
 def report(step: Step) -> None:
@@ -1146,7 +1189,7 @@ def report(step: Step) -> None:
     for kind, _, ms in s.fetches:
         by_kind[kind].append(ms)
     for kind in sorted(by_kind):
-        line(f"  {kind}" if kind == SENT_BOARD else f"  GET {kind}", by_kind[kind])
+        line(f"  {kind}" if kind in SENT else f"  GET {kind}", by_kind[kind])
     by_action: dict[str, list[float]] = defaultdict(list)
     for label, _, ms in s.actions:
         by_action[label].append(ms)

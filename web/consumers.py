@@ -8,9 +8,9 @@ and forwards every envelope that `campaigns.realtime` publishes, as that viewer 
 Clients never write through it: changes go through the REST API, whose services are where
 permissions, audit and undo live.
 
-A page that opens it as `?fragments=board` is also sent the board, drawn for its viewer, after
-each event that changed it (`web.feeds`), instead of fetching it: with the rights read here, at
-the handshake, as its sight is.
+A page that opens it as `?fragments=board,turn` is also sent the board and the turns, drawn for
+its viewer, after the events that changed them (`web.feeds`), instead of fetching them: with the
+rights read here, at the handshake, as its sight is.
 """
 
 import json
@@ -31,6 +31,9 @@ from core.errors import NotFound
 from web.feeds import CampaignFeed, campaign_feed
 
 logger = logging.getLogger(__name__)
+
+# The fragments a page may ask to be sent (`?fragments=board,turn`): web/pages/fragments.py.
+SENT_FRAGMENTS = frozenset({"board", "turn"})
 
 # Application close codes (4000-4999 are free for applications), after the HTTP statuses.
 REFUSED = 4403
@@ -62,7 +65,8 @@ class CampaignConsumer(AsyncWebsocketConsumer):
     channel_layer_alias = None  # no channel per socket (`get_channel_layer(None)` is None)
     feed: CampaignFeed | None = None
     sight = Sight.PLAYER  # until `connect` decides it
-    board_rights: Rights | None = None  # the viewer's, once `connect` finds the board wanted
+    rights: Rights | None = None  # the viewer's, once `connect` finds fragments wanted
+    fragments: frozenset[str] = frozenset()  # the fragments the page asked to be sent
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -91,17 +95,15 @@ class CampaignConsumer(AsyncWebsocketConsumer):
     async def connect(self) -> None:
         campaign_id = self.scope["url_route"]["kwargs"]["campaign_id"]
         client = self.scope.get("client") or [None]
-        wanted = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
+        query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
+        wanted = set(",".join(query.get("fragments", [])).split(",")) & SENT_FRAGMENTS
         sight, rights = await database_sync_to_async(_join)(
-            campaign_id=campaign_id,
-            user=self.scope.get("user"),
-            ip=client[0],
-            board="board" in ",".join(wanted.get("fragments", [])).split(","),
+            campaign_id=campaign_id, user=self.scope.get("user"), ip=client[0], rights=bool(wanted)
         )
         if sight is None:
             await self.close(code=REFUSED)
             return
-        self.sight, self.board_rights = sight, rights
+        self.sight, self.rights, self.fragments = sight, rights, frozenset(wanted)
         feed = campaign_feed(campaign_id)
         await feed.join(self)
         self.feed = feed
@@ -139,12 +141,13 @@ class CampaignConsumer(AsyncWebsocketConsumer):
         await self.close(code=UNAVAILABLE)
 
 
-def _join(*, campaign_id: Any, user: Any, ip: str | None, board: bool) -> tuple[Any, Any]:
-    """The viewer's sight (None: refused, `feed_join`), and with `board` their rights at the
-    table, which draw the board pushed to them (its draggable tokens, the owner's member list);
-    `gm` is read now, as the sight is, so a push asks nothing of them again."""
+def _join(*, campaign_id: Any, user: Any, ip: str | None, rights: bool) -> tuple[Any, Any]:
+    """The viewer's sight (None: refused, `feed_join`), and with `rights` their rights at the
+    table, which draw the fragments sent to them (the board's draggable tokens and the owner's
+    member list, a turn's Undo offers); `gm` is read now, as the sight is, so a push asks
+    nothing of them again."""
     sight = feed_join(campaign_id=campaign_id, user=user, ip=ip)
-    if sight is None or not board:
+    if sight is None or not rights:
         return sight, None
     try:
         campaign = campaign_get_for_member(campaign_id=campaign_id, user=user)

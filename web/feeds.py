@@ -8,12 +8,12 @@ directly: the GM's texts to a GM's socket, the players' to a player's (a batch c
 worked out once by the publisher; `campaigns.visibility`). What that saves a server:
 docs/performance.md#ws_fanoutpy-an-undo-reaching-10-50-200-websocket-clients.
 
-After a batch that changed the board (`web.pages.fragments.BOARD_EVENTS`), the feed draws it for
-each of its sockets whose page asked for it (`Listener.board_rights`) and sends it as a
-`fragment` message: once per class of viewer, in a thread, off the receive loop (events keep
-flowing while it draws), and coalesced as the page's own fetches were (one drawing on its way,
-at most one more after it, however many batches asked meanwhile). The page no longer asks for
-the board after each event; five pages of a table cost one drawing per class and no request.
+After a batch that changed the board or a turn (`web.pages.fragments.fragments_changed`), the
+feed draws them for each of its sockets whose page asked for them (`Listener.fragments`) and
+sends them as `fragment` messages: once per class of viewer, in a thread, off the receive loop
+(events keep flowing while it draws), and coalesced as the page's own fetches were (one drawing
+on its way, and one more after it for whatever batches asked meanwhile). The page no longer
+asks for them after each event; five pages of a table cost one drawing per class and no request.
 """
 
 import asyncio
@@ -29,7 +29,7 @@ from channels.layers import get_channel_layer
 from audit.selectors import Rights
 from campaigns.realtime import EVENTS_MESSAGE, LAYER_UNAVAILABLE, group_name
 from campaigns.visibility import Sight
-from web.pages.fragments import BOARD_EVENTS, pushed_boards
+from web.pages.fragments import fragments_changed, pushed_fragments, undrawn
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +39,8 @@ STOP_MESSAGE = "campaign.feed.stop"
 
 class Listener(Protocol):
     sight: Sight  # how its viewer sees the world, decided when the socket connected
-    board_rights: Rights | None  # its viewer's, when its page wants the board pushed
+    rights: Rights | None  # its viewer's, when its page wants fragments sent (else None)
+    fragments: frozenset[str]  # which: "board", "turn"
 
     async def forward(self, texts: list[str]) -> None:
         """Send the events (JSON texts, in seq order) to the socket."""
@@ -62,8 +63,9 @@ class CampaignFeed:
         self.channel: str | None = None
         self.task: asyncio.Task | None = None
         self.joined_at = 0.0
-        self.drawing: asyncio.Task | None = None  # the boards on their way to the pages
-        self.draw_again = False  # a batch changed the board while they were being drawn
+        self.drawing: asyncio.Task | None = None  # the fragments on their way to the pages
+        self.changed: dict[Any, int] = {}  # what batches changed since ("board", turn ids): by
+        # the number of the last event that changed it
 
     async def join(self, listener: Listener) -> None:
         """Add `listener`. On return the feed's channel is in the group (added anew, which also
@@ -147,44 +149,55 @@ class CampaignFeed:
                 await listener.forward(seen)
             except Exception:  # one socket's failure is not the others'
                 logger.exception("forwarding to a socket of %s failed", self.group)
-        if any(listener.board_rights is not None for listener in self.listeners) and any(
-            json.loads(text)["type"] in BOARD_EVENTS for text in texts
-        ):
-            self._push_boards()
+        wanted = {part for listener in self.listeners for part in listener.fragments}
+        if wanted:
+            changed = fragments_changed([json.loads(text) for text in texts])
+            self._push(
+                {
+                    c: s
+                    for c, s in changed.items()
+                    if ("board" if c == "board" else "turn") in wanted
+                }
+            )
 
-    def _push_boards(self) -> None:
-        if self.drawing is not None and not self.drawing.done():
-            self.draw_again = True
+    def _push(self, changed: dict[Any, int]) -> None:
+        """Draw what the batch changed for the pages that asked for it: now, or once the
+        drawings on their way are sent (with whatever else was asked for meanwhile)."""
+        if not changed:
             return
-        self.draw_again = False
-        self.drawing = asyncio.ensure_future(self._boards())
+        for part, seq in changed.items():
+            self.changed[part] = max(seq, self.changed.get(part, seq))
+        if self.drawing is None or self.drawing.done():
+            self.drawing = asyncio.ensure_future(self._draw())
 
-    async def _boards(self) -> None:
-        """Draw the board for each page that wants it and send it; again while batches asked
-        meanwhile. A drawing that fails tells the pages to fetch it themselves (`html` null)."""
-        while True:
-            pages = [listener for listener in self.listeners if listener.board_rights is not None]
-            if not pages:
-                return
+    async def _draw(self) -> None:
+        """Draw the changed fragments for each page that wants them and send them; again while
+        batches asked meanwhile, unless the drawings sent showed their events already (the GM's
+        last message and the turn's end are committed together, and one drawing shows both). A
+        drawing that fails tells the pages to fetch (`html` null)."""
+        while self.changed:
+            changed, self.changed = self.changed, {}
+            pages = [listener for listener in self.listeners if listener.rights is not None]
+            viewers = [(page.rights, page.fragments) for page in pages]
             try:
-                drawn: list[str | None] = await database_sync_to_async(pushed_boards)(
-                    campaign_id=self.campaign_id,
-                    viewers=[page.board_rights for page in pages],
+                drawn_at, drawn = await database_sync_to_async(pushed_fragments)(
+                    campaign_id=self.campaign_id, viewers=viewers, changed=changed
                 )
             except Exception:
-                logger.exception("drawing the board of %s for its pages failed", self.group)
-                drawn = [None] * len(pages)
-            for page, html in zip(pages, drawn, strict=True):
-                if page not in self.listeners:  # gone while it was drawn
+                logger.exception("drawing fragments of %s for its pages failed", self.group)
+                drawn_at, drawn = -1, [undrawn(changed, wanted) for _, wanted in viewers]
+            self.changed = {
+                part: seq
+                for part, seq in self.changed.items()
+                if part not in changed or seq > drawn_at
+            }
+            for page, messages in zip(pages, drawn, strict=True):
+                if page not in self.listeners or not messages:  # gone while it was drawn
                     continue
-                text = json.dumps({"type": "fragment", "part": "board", "html": html})
                 try:
-                    await page.forward([text])
+                    await page.forward([json.dumps(message) for message in messages])
                 except Exception:
-                    logger.exception("sending the board to a socket of %s failed", self.group)
-            if not self.draw_again:
-                return
-            self.draw_again = False
+                    logger.exception("sending fragments to a socket of %s failed", self.group)
 
 
 # Per event loop: a loop's tasks and the layer's connections do not cross loops.

@@ -24,11 +24,12 @@ turn and a creature added ask only the viewer's sight, or nothing (`for_sight`).
 the whole feed (`/feed/`, after a gap in the events) and the approval card (whose buttons are
 per person and per call) are drawn per request.
 
-The board is not even asked for: after an event that changed it (`BOARD_EVENTS`) each server
-process's feed of the campaign draws it for every page it holds that asked for it when its
-socket connected (`pushed_boards`, from `web.feeds`) and sends it down the socket: one drawing
-per class as above, each page's own pieces, no request per page. `/board/` stays for the
-page's first sight and for a resync after a gap.
+The board and a turn are not even asked for after the events that change them for everyone
+(`BOARD_EVENTS`, `TURN_EVENTS`): each server process's feed of the campaign draws them for
+every page it holds that asked for them when its socket connected (`pushed_fragments`, from
+`web.feeds`) and sends them down the socket: one drawing per class as above, each page's own
+pieces, no request per page. `/board/` and `/feed/?turn=` stay for the page's first sight, a
+resync after a gap, and the events a page alone knows it must draw again.
 
 Django serves each request in a thread of its own, and the five pages of a table ask for a
 fragment at the same moment: the first request of a process to miss draws it while the others
@@ -174,14 +175,6 @@ def board(*, campaign: Campaign, rights: Rights) -> str:
     return _with_own_pieces(kept, rights)
 
 
-def pushed_boards(*, campaign_id: Any, viewers: list[Rights]) -> list[str]:
-    """The board for each of `viewers` (the pages whose sockets asked for it, each with the
-    rights read when it connected) at the campaign's current event number: the campaign read
-    once, each class drawn once (or taken from the cache, where another process drew it)."""
-    campaign = Campaign.objects.get(pk=campaign_id)
-    return [board(campaign=campaign, rights=rights) for rights in viewers]
-
-
 def _draw_board(campaign: Campaign, rights: Rights) -> str:
     context = presenters.board_parts(campaign=campaign, rights=rights, world=world(campaign))
     return render_to_string("campaigns/_board.html", context)
@@ -286,3 +279,63 @@ def turn(*, campaign: Campaign, rights: Rights, turn_id: int) -> str | None:
         draw=draw,
     )
     return html or None
+
+
+# ---- sent down the sockets ------------------------------------------------------------------
+
+# The events after which their turn is drawn again for every page: a message in it (the first
+# one makes the turn), its end, its undo. (Each page asks for a turn again on other events
+# too, depending on what it shows: static/js/table/feed.js.)
+TURN_EVENTS = frozenset({"message_created", "gm_turn_completed", "interaction_reverted"})
+
+
+def fragments_changed(events: list[dict[str, Any]]) -> dict[Any, int]:
+    """What a batch of events changed of the fragments sent down the sockets: "board", and
+    the ids of the turns to draw again, each with the number of the last event that did."""
+    changed: dict[Any, int] = {}
+    for e in events:
+        if e["type"] in BOARD_EVENTS:
+            changed["board"] = e["seq"]
+        if e["type"] in TURN_EVENTS and e.get("turn") is not None:
+            changed[int(e["turn"])] = e["seq"]
+    return changed
+
+
+def pushed_fragments(
+    *, campaign_id: Any, viewers: list[tuple[Rights, frozenset[str]]], changed: Any
+) -> tuple[int, list[list[dict[str, Any]]]]:
+    """For each viewer (the rights read when their socket connected, and which fragments their
+    page asked for), the `fragment` messages of what changed ("board", turn ids), drawn for
+    them at the campaign's current event number, which comes first (every event up to it is in
+    the drawings): the campaign read once, each class drawn once (or taken from the cache,
+    where another process drew it). A turn they may not see is not sent."""
+    campaign = Campaign.objects.get(pk=campaign_id)
+    turns = sorted(t for t in changed if t != "board")
+    sent = []
+    for rights, wanted in viewers:
+        messages = []
+        if "board" in changed and "board" in wanted:
+            messages.append(
+                {
+                    "type": "fragment",
+                    "part": "board",
+                    "html": board(campaign=campaign, rights=rights),
+                }
+            )
+        for turn_id in turns if "turn" in wanted else []:
+            html = turn(campaign=campaign, rights=rights, turn_id=turn_id)
+            if html is not None:
+                messages.append({"type": "fragment", "part": "turn", "turn": turn_id, "html": html})
+        sent.append(messages)
+    return campaign.drawn_seq, sent
+
+
+def undrawn(changed: Any, wanted: frozenset[str]) -> list[dict[str, Any]]:
+    """What a page is sent when the drawing failed: each fragment it wanted, `html` null (the
+    page fetches it)."""
+    messages: list[dict[str, Any]] = []
+    if "board" in changed and "board" in wanted:
+        messages.append({"type": "fragment", "part": "board", "html": None})
+    for turn_id in sorted(t for t in changed if t != "board") if "turn" in wanted else []:
+        messages.append({"type": "fragment", "part": "turn", "turn": turn_id, "html": None})
+    return messages

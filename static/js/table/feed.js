@@ -1,10 +1,11 @@
 // The feed is drawn by the server: whole (`/feed/`), one turn (`/feed/?turn=`) or one roll
 // (`/feed/?roll=`), so it reads the same live and after a reload. This module only decides
-// which fragment to fetch when an event arrives, and where it goes. The one thing it writes
+// which fragment to fetch when an event arrives, and where it goes. A turn's new message, its
+// end and its undo need no fetch: the server sends the turn down the socket (`turnSent`). The one thing it writes
 // itself is the GM's narration as it streams, into the hidden message the server drew for it.
 
 import { on } from "./bus.js";
-import { $, $$, PAGE, fetchHTML } from "./http.js";
+import { $, $$, PAGE, fetchHTML, fragment } from "./http.js";
 
 export const feed = () => $("#feed");
 
@@ -21,9 +22,24 @@ const streamed = new Map(); // turn id -> the narration so far
 const asked = new Set(); // turn ids this page has asked for
 const fetching = new Set(); // turn ids with a request on its way
 const again = new Map(); // turn id -> the newest event its drawing on its way must also reflect
+const sending = new Set(); // turn ids the server is to send (an event said so)
+const placedAt = new Map(); // turn id -> the event number its drawing on the page was drawn at
+
+// The event number the turn on the page was drawn at (its `data-seq`), or -Infinity.
+function drawnAt(turnId) {
+  const at = placedAt.get(turnId) ?? Number(turnNode(turnId)?.dataset.seq);
+  return Number.isFinite(at) ? at : -Infinity;
+}
+
+// A drawing of a turn at event number `at`: on the page it may only replace one as new or older.
+function newest(turnId, at) {
+  if (Number.isFinite(at) && at < drawnAt(turnId)) return false;
+  if (Number.isFinite(at)) placedAt.set(turnId, at);
+  return true;
+}
 
 // The turns whose drawing is on its way: a drawing asked for before an event may predate it.
-export const turnsOnTheirWay = () => [...fetching];
+export const turnsOnTheirWay = () => [...fetching, ...sending];
 
 // A turn this page draws: in the feed, or asked for (its first drawing may still be on its way,
 // and may predate the event at hand: it is asked for again).
@@ -70,7 +86,15 @@ export async function refreshTurn(turnId, seq = Infinity) {
   }
 }
 
+// The turn the server sent after an event; null when it could not draw it: fetched instead.
+export function turnSent(turnId, html) {
+  sending.delete(turnId);
+  if (html === null) refreshTurn(turnId);
+  else place(turnId, fragment(html).firstElementChild);
+}
+
 function place(turnId, fresh) {
+  if (!newest(turnId, Number(fresh.dataset.seq))) return;
   if (!$(":scope > .msg.streaming", fresh)) streamed.delete(turnId); // the GM has finished
   keepingScroll(() => {
     showStream(fresh, turnId);
@@ -151,16 +175,21 @@ function markUndone(turnId) {
 export async function reloadFeed() {
   const fresh = await fetchHTML(`${PAGE}/feed/`);
   for (const block of $$(":scope > [data-turn]", fresh)) showStream(block, Number(block.dataset.turn));
+  placedAt.clear(); // the turns' own `data-seq` now
   feed().replaceWith(fresh);
   fresh.scrollTop = fresh.scrollHeight;
   refreshUndo();
   return Number(fresh.dataset.seq);
 }
 
-on("message_created", ({ turn, data, seq }) => {
-  if (data.id && $(`[data-message="${data.id}"]`, feed())) return;
-  refreshTurn(turn, seq);
-});
+// The server sends the turn after these events (web/pages/fragments.py, TURN_EVENTS), unless
+// the drawing on the page shows the event already.
+function toBeSent(turn, seq) {
+  asked.add(turn);
+  if (drawnAt(turn) < seq) sending.add(turn);
+}
+
+on("message_created", ({ turn, seq }) => toBeSent(turn, seq));
 
 // A turn resumed after its worker was lost tells its narration again from the start.
 on("gm_turn_started", ({ turn, data, seq }) => {
@@ -176,10 +205,10 @@ on("gm_text_delta", ({ turn, data }) => {
   keepingScroll(() => {
     shown = Boolean(block) && showStream(block, turn);
   });
-  if (!shown && !fetching.has(turn)) refreshTurn(turn);
+  if (!shown && !fetching.has(turn) && !sending.has(turn)) refreshTurn(turn);
 });
 
-on("gm_turn_completed", ({ turn, seq }) => refreshTurn(turn, seq));
+on("gm_turn_completed", ({ turn, seq }) => toBeSent(turn, seq));
 
 on("dice_rolled", ({ turn, data, seq }) => drawRoll(data.id, turn, seq));
 
@@ -225,7 +254,7 @@ on("invocation_reverted", ({ turn, invocation, seq }) => {
 
 on("interaction_reverted", ({ turn, data, seq }) => {
   markUndone(turn);
-  refreshTurn(turn, seq);
+  toBeSent(turn, seq);
   // An undo with cascade also reverted later turns' calls: redraw the later turns that made
   // any, and the "Undo from here" offers may change with them.
   if (data.invocations?.length > 1) {

@@ -1,17 +1,20 @@
-"""The board sent down the socket (web/feeds.py, web/pages/fragments.py `pushed_boards`): after
-an event that changed the world, every page whose socket asked for it (`?fragments=board`, as
-the page's does) is sent the board as drawing it for that viewer alone would give, the fog
-included; the drawings stay one per class however many pages look; a socket that did not ask
-(an API client) is sent events only; a drawing that fails tells the page to fetch it."""
+"""The fragments sent down the socket (web/feeds.py, web/pages/fragments.py `pushed_fragments`):
+after an event that changed the world, every page whose socket asked for the board
+(`?fragments=board`, as the page's does) is sent it as drawing it for that viewer alone would
+give, the fog included, and after a message, the end or the undo of a turn (`?fragments=turn`)
+that turn, with that viewer's Undo offers; the drawings stay one per class however many pages
+look; a socket that did not ask (an API client) is sent events only; a drawing that fails tells
+the page to fetch it."""
 
 from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
 
+from audit.services import turn_undo
 from campaigns.services import membership_add
 from tests.conftest import World, commit, fog_over_the_goblin, make_user
-from tests.pages.test_fragment_cache import board_alone
+from tests.pages.test_fragment_cache import board_alone, turn_alone
 from tests.realtime.conftest import browser, receive_until
 from web import feeds
 from web.pages import fragments
@@ -32,6 +35,14 @@ def goblin_hit_in_a_turn(world: World, amount: int = 2) -> None:
 async def board_sent(socket: Any) -> str | None:
     """The events up to the board the socket is sent after them: the board's HTML."""
     return (await receive_until(socket, "fragment"))[-1]["html"]
+
+
+async def turn_sent(socket: Any, turn: Any) -> str:
+    """The messages up to the drawing of `turn` the socket is sent: its HTML."""
+    while True:
+        message = (await receive_until(socket, "fragment"))[-1]
+        if message["part"] == "turn" and message["turn"] == turn.pk:
+            return message["html"]
 
 
 async def test_each_page_is_sent_the_board_drawn_for_its_viewer(world: World):
@@ -85,8 +96,42 @@ async def test_a_board_that_cannot_be_drawn_is_fetched_by_the_page(world: World,
     def fails(**_: Any) -> list[str]:
         raise RuntimeError("the database went away")
 
-    monkeypatch.setattr(feeds, "pushed_boards", fails)
+    monkeypatch.setattr(feeds, "pushed_fragments", fails)
     page = await browser(world.campaign.pk, world.player, BOARD)
     await goblin_hit_in_a_turn(world)
     assert await board_sent(page) is None  # board.js fetches /board/ on a null
     await page.disconnect()
+
+
+async def test_each_page_is_sent_the_turn_drawn_for_its_viewer_once_per_class(world: World):
+    """The turn's actor and the GM may undo it, another player may not: three classes (the
+    owner and the co-GM are one) for four pages, after its first message and after its undo."""
+    viewers = {
+        "owner": world.owner,
+        "cogm": world.cogm,
+        "player": world.player,
+        "other": world.other,
+    }
+    pages = {
+        name: await browser(world.campaign.pk, user, "?fragments=turn")
+        for name, user in viewers.items()
+    }
+    for step in ("made", "undone"):
+        before = fragments.renders["turn"]
+        if step == "made":
+            turn = await database_sync_to_async(world.turn)(world.player, "I sneak ahead.")
+        else:
+            await database_sync_to_async(turn_undo)(
+                campaign_id=world.campaign.pk, turn_id=turn.pk, user=world.player
+            )
+        sent = {name: await turn_sent(socket, turn) for name, socket in pages.items()}
+        assert fragments.renders["turn"] - before == 3, step
+        for name, user in viewers.items():
+            assert sent[name] == await database_sync_to_async(turn_alone)(world, user, turn)
+        assert ("undone" in sent["other"]) == (step == "undone")
+        if step == "made":
+            assert 'data-undoable="1"' in sent["player"]
+            assert 'data-undoable="0"' in sent["other"]
+    for socket in pages.values():
+        assert await socket.receive_nothing(timeout=0.3)  # no board: it was not asked for
+        await socket.disconnect()
