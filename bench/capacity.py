@@ -1095,7 +1095,12 @@ def progress(line: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {line}", file=sys.stderr, flush=True)
 
 
-def run_step(step: Step, tables: list[dict[str, Any]], servers: list[int], sampler: Backends):
+def run_step(
+    step: Step,
+    tables: list[dict[str, Any]],
+    servers: tuple[list[int], list[int]],
+    sampler: Backends,
+):
     from campaigns.models import Campaign, Turn
 
     spawn = multiprocessing.get_context("spawn")
@@ -1117,11 +1122,13 @@ def run_step(step: Step, tables: list[dict[str, Any]], servers: list[int], sampl
         for conn, _ in clients:
             conn.send(("go", start, end, step.gap))
         time.sleep(max(0.0, start - time.time()))
-        before = {"server": ticks(servers), "clients": ticks(pids), **cpu_use()}
+        web, workers = servers
+        before = {"web": ticks(web), "workers": ticks(workers), "clients": ticks(pids), **cpu_use()}
         host = host_jiffies()
         step.started = sum(answer(c, p, "arrived", step.seconds + TIMEOUT) for c, p in clients)
-        after = {"server": ticks(servers), "clients": ticks(pids), **cpu_use()}
+        after = {"web": ticks(web), "workers": ticks(workers), "clients": ticks(pids), **cpu_use()}
         step.cpu = {who: spent(before[who], after[who]) for who in after}
+        step.cpu["server"] = step.cpu["web"] + step.cpu["workers"]
         step.cpu["pg_redis"] = step.cpu["postgres"] + step.cpu["redis"]
         busy, every = (a - b for a, b in zip(host_jiffies(), host, strict=True))
         step.host_busy = busy / max(1, every)
@@ -1219,7 +1226,9 @@ def report(step: Step) -> None:
     cpu = ", ".join(
         f"{who} {step.cpu[key] / minutes:.2f} s"
         for who, key in (
-            ("server (web + workers)", "server"),
+            ("server", "server"),
+            ("of which web", "web"),
+            ("workers", "workers"),
             ("PostgreSQL (this database's backends)", "postgres"),
             ("Redis (the server, shared)", "redis"),
             (f"bench clients ({CLIENT_PROCESSES} processes)", "clients"),
@@ -1283,7 +1292,8 @@ def main(seconds: int, gap: int, workers: int, servers: int, steps: list[int]) -
                     tables += build_tables(len(tables), size - len(tables), ports)
                 connections.close_all()
                 step = Step(size, seconds, gap)
-                run_step(step, tables[:size], [p.pid for p in processes], sampler)
+                pids = [p.pid for p in processes]  # the web processes first (start_procfile)
+                run_step(step, tables[:size], (pids[:servers], pids[servers:]), sampler)
                 report(step)
                 if not done:
                     alone(tables[0])
