@@ -17,7 +17,8 @@
 //   table/attention.js the chip that brings an unseen reply, message or approval card into view
 //
 // One renderer (docs/architecture.md): the server draws every fragment of the page; these
-// modules decide which fragment to fetch, and where it goes. None holds a copy of the game.
+// modules decide which fragment to fetch (the board and most turns come down the socket
+// unasked), and where it goes. None holds a copy of the game.
 
 import "./table/board.js";
 import "./table/feed.js";

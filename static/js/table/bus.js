@@ -7,7 +7,8 @@
 //
 // Handlers receive the event as docs/api.md#the-live-feed-websocket describes it ({type, source, campaign, seq, turn,
 // invocation, data, at}). Several modules may listen to one type; none draws the game's facts
-// itself: they fetch the server's fragment for what changed (board.js, feed.js).
+// itself: they fetch the server's fragment for what changed, or take the one the server sends
+// (board.js, feed.js).
 
 const handlers = new Map();
 
