@@ -342,11 +342,18 @@ class Page:
             self.board_due.clear()  # the fetch is timed as one
             self.refresh_board()
             return
+        self.board_due = self.arrived(SENT_BOARD, html, self.board_due)
+
+    def arrived(
+        self, kind: str, html: str, due: list[tuple[int, float]]
+    ) -> list[tuple[int, float]]:
+        """A sent fragment arrived: timed from the first of the events awaiting it that it shows
+        (its `data-seq`); the events it does not show yet, still awaiting."""
         seq = int(SEQ.search(html)[1])
-        covered = [at for s, at in self.board_due if s <= seq]
-        self.board_due = [(s, at) for s, at in self.board_due if s > seq]
+        covered = [at for s, at in due if s <= seq]
         if covered and self.sent is not None:
-            self.sent(SENT_BOARD, (time.time() - min(covered)) * 1000)
+            self.sent(kind, (time.time() - min(covered)) * 1000)
+        return [(s, at) for s, at in due if s > seq]
 
     # feed.js: the turns the server sends
     def newest(self, turn: int, html: str) -> bool:
@@ -369,12 +376,8 @@ class Page:
         if html is None:
             self.refresh_turn(turn)
             return
-        seq = int(SEQ.search(html)[1])
-        covered = [at for s, at in due if s <= seq]
-        if [d for d in due if d[0] > seq]:
-            self.turn_due[turn] = [d for d in due if d[0] > seq]
-        if covered and self.sent is not None:
-            self.sent(SENT_TURN, (time.time() - min(covered)) * 1000)
+        if still := self.arrived(SENT_TURN, html, due):
+            self.turn_due[turn] = still
         if self.newest(turn, html):
             self.draw(html)
 
