@@ -66,6 +66,7 @@ class CampaignFeed:
         self.drawing: asyncio.Task | None = None  # the fragments on their way to the pages
         self.changed: dict[Any, int] = {}  # what batches changed since ("board", turn ids): by
         # the number of the last event that changed it
+        self.shown: dict[Any, int] = {}  # the event number each part was last drawn at
 
     async def join(self, listener: Listener) -> None:
         """Add `listener`. On return the feed's channel is in the group (added anew, which also
@@ -166,7 +167,11 @@ class CampaignFeed:
         if not changed:
             return
         for part, seq in changed.items():
+            if seq <= self.shown.get(part, -1):  # a drawing already sent shows it
+                continue
             self.changed[part] = max(seq, self.changed.get(part, seq))
+        if not self.changed:
+            return
         if self.drawing is None or self.drawing.done():
             self.drawing = asyncio.ensure_future(self._draw())
 
@@ -186,6 +191,7 @@ class CampaignFeed:
             except Exception:
                 logger.exception("drawing fragments of %s for its pages failed", self.group)
                 drawn_at, drawn = -1, [undrawn(changed, wanted) for _, wanted in viewers]
+            self.shown.update(dict.fromkeys(changed, drawn_at))
             self.changed = {
                 part: seq
                 for part, seq in self.changed.items()
