@@ -7,7 +7,7 @@ how long posting a turn takes while dozens wait for the GM.
 (REDIS_URL, the channel layer's server, defaults to redis://127.0.0.1:6379/4.)
 
 All of it as in production, on PostgreSQL + Redis: a real Daphne server, clients posting with
-API tokens, `manage.py db_worker` processes running the scripted GM, which waits `delay_ms`
+API tokens, `manage.py task_worker` processes running the scripted GM, which waits `delay_ms`
 before each round as a model thinks. Every turn says "I attack the goblin": two rounds (the
 attack's `modify_creature` call, then the closing words), one tool call; the goblin has HP to
 survive every blow, so no turn takes a different path.
@@ -296,7 +296,7 @@ def main(campaigns: int, turns: int, queued: int, delay_ms: int, workers: list[i
     print(
         f"{campaigns} campaigns x {turns} turns = {campaigns * turns} turns per row, "
         f"'{MESSAGE}' ({ROUNDS} rounds, 1 tool call), scripted GM waiting {delay:g} s per round; "
-        "PostgreSQL + Redis, Daphne, db_worker processes"
+        "PostgreSQL + Redis, Daphne, task_worker processes"
     )
     print(
         f"measured GM time per turn (claim to last round): median {gm:.2f} s, "

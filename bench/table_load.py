@@ -10,7 +10,7 @@ whether campaigns serialise on anything global.
 fresh one, dropped at the end, and so is its throwaway copy.)
 
 The app runs as production does (bench/ws_fanout.py's servers: `daphne config.asgi:application`
-processes, DJANGO_DEBUG=0), with `manage.py db_worker --queue-name '*' --interval 0.5` task
+processes, DJANGO_DEBUG=0), with `manage.py task_worker --queue-name '*' --interval 0.5` task
 workers running the scripted GM (GM_SCRIPTED_DELAY=0.2 s a round), on PostgreSQL + Redis. Each
 player is a websocket (`Authorization: Token` and the server's own `Origin`) in one of
 CLIENT_PROCESSES client processes; a campaign's players alternate between the servers.
@@ -338,7 +338,7 @@ def start_workers(count: int, log_dir: str) -> list[subprocess.Popen]:
     workers = []
     for i in range(count):
         with open(os.path.join(log_dir, f"worker-{i}.log"), "w") as log:
-            command = [sys.executable, "manage.py", "db_worker", "--queue-name", "*"]
+            command = [sys.executable, "manage.py", "task_worker", "--queue-name", "*"]
             command += ["--interval", "0.5", "--no-reload", "--worker-id", f"bench-{i}"]
             workers.append(
                 subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -520,7 +520,7 @@ def _cpu_jiffies() -> tuple[int, int]:
 
 PROGRAMS = {  # what a process runs, by its command line: the names the report uses
     "daphne": "Daphne",
-    "db_worker": "task workers",
+    "task_worker": "task workers",
     "postgres": "PostgreSQL",
     "redis-server": "Redis",
     "multiprocessing": "players (bench)",
@@ -818,9 +818,9 @@ def main(
 
     failures = list(mismatches)
     print(
-        f"PostgreSQL + Redis, {servers} Daphne processes, {workers} db_worker processes (scripted "
-        f"GM, {GM_DELAY} s a round), players' websockets and requests in {CLIENT_PROCESSES} "
-        "client processes"
+        f"PostgreSQL + Redis, {servers} Daphne processes, {workers} task_worker processes "
+        f"(scripted GM, {GM_DELAY} s a round), players' websockets and requests in "
+        f"{CLIENT_PROCESSES} client processes"
     )
     for phase in phases:
         print(

@@ -1,4 +1,4 @@
-"""GM turns as background work: the tasks the workers (`manage.py db_worker`) run, and the rules
+"""GM turns as background work: the tasks the workers (`manage.py task_worker`) run, and the rules
 for which turn runs when.
 
 Per campaign, turns run one at a time, oldest first: a task claims its campaign's oldest queued

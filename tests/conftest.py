@@ -330,7 +330,7 @@ def events(monkeypatch) -> list[dict[str, Any]]:
 
 def run_due_tasks() -> list[Any]:
     """Run every task that is due, oldest first, in this process and thread, as a worker
-    (`manage.py db_worker`) runs them (minus the worker's signal handlers and connection
+    (`manage.py task_worker`) runs them (minus the worker's signal handlers and connection
     recycling, which a test's transaction cannot have): their return values, in order. A task
     that raised fails the test with its traceback."""
     worker = Worker(

@@ -3,7 +3,7 @@ and the benchmarks (bench/gm_throughput.py) alike: nothing here needs pytest.
 
 The app runs in Daphne, forked by Channels' `DaphneProcess` once Django is set up (the child
 inherits the settings that point at the caller's database). GM turns run in task workers:
-`worker_start` starts a `manage.py db_worker` process on the same database, as the Procfile's
+`worker_start` starts a `manage.py task_worker` process on the same database, as the Procfile's
 `worker:` runs it.
 """
 
@@ -247,7 +247,7 @@ class Feed:
 
 @dataclass
 class WorkerProcess:
-    """A `manage.py db_worker` process; its output goes to `log`."""
+    """A `manage.py task_worker` process; its output goes to `log`."""
 
     name: str
     process: subprocess.Popen
@@ -285,16 +285,26 @@ def database_environment() -> dict[str, str]:
     return {"DATABASE_URL": f"postgres://{user}{password}@{host}:{db['PORT'] or 5432}/{db['NAME']}"}
 
 
-def worker_start(name: str, log: Path, *, interval: float = 0.1, **env: str) -> WorkerProcess:
-    """A task worker process (`manage.py db_worker`, every queue, no start-up delay) named
-    `name`, polling every `interval` seconds when idle, on this process's database, running the
+def worker_start(
+    name: str,
+    log: Path,
+    *,
+    interval: float = 0.1,
+    wait_max: float = 10,
+    verbosity: int = 1,
+    **env: str,
+) -> WorkerProcess:
+    """A task worker process (`manage.py task_worker`, every queue, no start-up delay) named
+    `name`, idle until an enqueue wakes it or for `wait_max` seconds at most on PostgreSQL,
+    polling every `interval` seconds elsewhere, on this process's database, running the
     scripted GM, with `env` (GM_SCRIPTED_DELAY=..., or GM_PROVIDER=anthropic and the
     ANTHROPIC_* settings for another GM) added to its environment. It publishes
     through the configured channel layer (Redis or SQLite: to other processes' websockets)."""
     environment = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "SQLITE_PATH")}
     environment.update(database_environment(), **{"GM_PROVIDER": "scripted", **env})
-    command = [sys.executable, "manage.py", "db_worker", "--queue-name", "*", "--no-reload"]
+    command = [sys.executable, "manage.py", "task_worker", "--queue-name", "*", "--no-reload"]
     command += ["--no-startup-delay", "--interval", str(interval), "--worker-id", name]
+    command += ["--wait-max", str(wait_max), "--verbosity", str(verbosity)]
     with log.open("w") as out:
         process = subprocess.Popen(command, cwd=ROOT, env=environment, stdout=out, stderr=out)
     return WorkerProcess(name, process, log)

@@ -4,7 +4,7 @@ HTTP, workers killed mid-turn).
 pytest-django's `live_server` speaks WSGI only, and the table needs websockets, so the app runs
 in Daphne, forked by Channels' `DaphneProcess` after the test database exists (the child
 inherits the settings that point at it). GM turns run in task workers: `gm_workers` starts
-`manage.py db_worker` processes on the test database, as the Procfile's `worker:` runs them. A
+`manage.py task_worker` processes on the test database, as the Procfile's `worker:` runs them. A
 process of its own cannot open SQLite's in-memory test database, so when a test using either is
 collected the SQLite test database becomes a file; so it does under the embedded default's SQLite
 channel layer (config/channel_layer.py), whose connections of its own would find the in-memory
@@ -78,7 +78,7 @@ def live_world(transactional_db) -> World:
 
 @pytest.fixture
 def gm_workers(transactional_db, tmp_path) -> Iterator[Callable[..., WorkerProcess]]:
-    """Start task worker processes (`manage.py db_worker`) on the test database: `start(delay=
+    """Start task worker processes (`manage.py task_worker`) on the test database: `start(delay=
     seconds the scripted GM waits per round, lease=GM_LEASE_SECONDS, attempts=GM_MAX_ATTEMPTS)`.
     They run the scripted GM and publish through the configured channel layer (Redis, or the
     embedded default's SQLite layer: events reach other processes' websockets). Every worker is

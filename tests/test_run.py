@@ -224,9 +224,9 @@ def test_make_run_serves_a_live_table_and_ctrl_c_stops_every_process(tmp_path):
         wait_for(lambda: login_page_status(port) == 200, SERVE_DEADLINE, "no 200", run.lines)
 
         def workers() -> list[int]:
-            return [p for p in run.children() if "db_worker" in command_line(p)]
+            return [p for p in run.children() if "task_worker" in command_line(p)]
 
-        wait_for(workers, SERVE_DEADLINE, "no db_worker process", run.lines)
+        wait_for(workers, SERVE_DEADLINE, "no task_worker process", run.lines)
         wait_for(lambda: any("worker.1" in x for x in run.lines), 10, "no worker.1", run.lines)
         assert any("web.1" in line for line in run.lines)
         children = run.children()

@@ -1,4 +1,4 @@
-"""GM turns in real worker processes (`manage.py db_worker`): a worker killed with SIGKILL
+"""GM turns in real worker processes (`manage.py task_worker`): a worker killed with SIGKILL
 mid-turn loses its lease, and the turn resumes on another worker within a bounded time, each
 tool call applied exactly once; turns of one campaign run one at a time, campaigns in parallel.
 

@@ -1,0 +1,136 @@
+"""The task worker's idle wait (`manage.py task_worker`, `gm.wakeup`): woken on PostgreSQL by the
+NOTIFY a job's row sends when its transaction commits, not by polling; a job scheduled for later
+is run when it is due however long the worker would wait; a listening connection that dies is
+replaced, and the worker polls meanwhile."""
+
+import time
+from datetime import timedelta
+
+from django.db import connection, transaction
+from django.utils import timezone
+from django_tasks_db.models import DBTaskResult
+
+from campaigns.models import Turn
+from gm import wakeup as wakeup_module
+from gm.management.commands.task_worker import WakingWorker
+from gm.services import turn_submit
+from gm.tasks import run_turn
+from gm.wakeup import Wakeup
+from tests.conftest import World, postgres_only
+from tests.processes import worker_start
+
+DEADLINE = 45.0  # seconds: a condition not met by then fails the test
+NEVER = 600.0  # a wait no test lasts: a worker that waits it was not woken
+
+
+def worker(**options) -> WakingWorker:
+    defaults = {
+        "queue_names": ["*"],
+        "interval": 0.5,
+        "batch": False,
+        "backend_name": "default",
+        "startup_delay": False,
+        "max_tasks": None,
+        "worker_id": "test-waking-worker",
+        "excluded_queue_names": [],
+        "wait_max": NEVER,
+    }
+    return WakingWorker(**{**defaults, **options})
+
+
+class Deaf:
+    """A `Wakeup` that hears nothing (SQLite's, or PostgreSQL's while it cannot listen)."""
+
+    listening = False
+
+
+class Listening:
+    listening = True
+
+
+def test_an_idle_worker_waits_until_the_job_scheduled_first_is_due(db):
+    soon = timezone.now() + timedelta(seconds=5)
+    run_turn.using(run_after=soon + timedelta(seconds=60)).enqueue(1)
+    run_turn.using(run_after=soon).enqueue(2)
+    waits = worker()
+
+    assert 4 < waits.idle_wait(Listening()) <= 5
+    assert waits.idle_wait(Deaf()) == 0.5  # not listening: the poll, sooner than the job
+
+    DBTaskResult.objects.all().update(run_after=timezone.now() - timedelta(seconds=1))
+    assert waits.idle_wait(Listening()) == 0  # overdue (ready): no wait at all
+
+
+def test_an_idle_worker_with_nothing_scheduled_waits_its_longest(db):
+    run_turn.enqueue(1)  # ready now: the claim takes it, the wait does not count it
+    assert worker().idle_wait(Listening()) == NEVER
+    assert worker(interval=2).idle_wait(Deaf()) == 2
+
+
+@postgres_only
+def test_a_job_wakes_a_listener_when_its_transaction_commits(transactional_db):
+    with Wakeup("default", poll=0.1) as wakeup:
+        assert wakeup.listening
+        assert wakeup.wait(0.2) is False  # nothing written
+
+        with transaction.atomic():
+            run_turn.enqueue(1)
+            assert wakeup.wait(0.2) is False  # not before it commits: the row is not there yet
+        assert wakeup.wait(DEADLINE) is True
+        assert wakeup.wait(0.2) is False  # one wake for one job
+
+
+@postgres_only
+def test_a_listener_whose_connection_died_listens_again(transactional_db):
+    with Wakeup("default", poll=0.1) as wakeup:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE query = 'LISTEN task_enqueued' AND datname = current_database()"
+            )
+        assert wakeup.wait(0.2) is False
+        assert not wakeup.listening  # dropped: the worker polls meanwhile
+
+        assert wakeup.wait(0.1) is False  # listens again (and hears nothing yet)
+        assert wakeup.listening
+        run_turn.enqueue(1)
+        assert wakeup.wait(DEADLINE) is True
+
+
+def test_a_worker_that_cannot_listen_polls(db, monkeypatch):
+    slept: list[float] = []
+    monkeypatch.setattr(wakeup_module.time, "sleep", slept.append)
+    with Wakeup("default", poll=0.05) as wakeup:
+        if connection.vendor == "postgresql":
+            wakeup._drop()
+            wakeup.retry_at = time.monotonic() + NEVER  # the server refuses it for now
+        assert not wakeup.listening
+        assert wakeup.wait(NEVER) is False
+    assert slept == [0.05]  # the poll, not the wait it was asked
+
+
+@postgres_only
+def test_an_idle_worker_process_runs_a_turn_when_it_is_enqueued(live_world: World, tmp_path):
+    log = tmp_path / "worker.log"
+    process = worker_start("waking", log, interval=NEVER, wait_max=NEVER, verbosity=2)
+    try:
+        deadline = time.monotonic() + DEADLINE
+        while "waits" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert "waits" in log.read_text(), log.read_text()  # idle, for NEVER seconds
+
+        turn = turn_submit(campaign=live_world.campaign, actor=live_world.player, message="hi")
+
+        while Turn.objects.get(pk=turn.pk).status != "completed":
+            assert time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.02)
+    finally:
+        process.stop()
+    assert "woken by NOTIFY" in log.read_text()
+
+
+def test_the_start_line_says_how_the_worker_waits(transactional_db, caplog):
+    with caplog.at_level("INFO", logger="django_tasks_db"):
+        worker(batch=True).run()  # nothing queued: it starts, looks once and ends
+    postgres = connection.vendor == "postgresql"
+    assert ("woken by NOTIFY" if postgres else "polling every 0.5 s") in caplog.text
