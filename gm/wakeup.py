@@ -20,6 +20,7 @@ import time
 from datetime import datetime
 from typing import Any
 
+import psycopg
 from django.db import connections
 
 logger = logging.getLogger(__name__)
@@ -61,8 +62,6 @@ class Wakeup:
         connection = connections[self.alias]
         if connection.vendor != "postgresql" or time.monotonic() < self.retry_at:
             return
-        import psycopg
-
         params = connection.get_connection_params()
         for django_only in ("context", "cursor_factory"):  # Django's adapters, not needed here
             params.pop(django_only, None)
@@ -89,8 +88,6 @@ class Wakeup:
         if not self.listening:
             time.sleep(min(seconds, self.poll))
             return False
-        import psycopg
-
         try:
             woken = list(self.listener.notifies(timeout=seconds, stop_after=1))
             # Enqueues heard together: one look at the queue serves them all.

@@ -83,10 +83,9 @@ class WakingWorker(db_worker.Worker):
                 if self.max_tasks is not None and self._run_tasks >= self.max_tasks:
                     logger.info("Ran %d tasks on %s - exiting.", self._run_tasks, self.worker_id)
                     return
-                close_old_connections()
-                if self.running and task_result is None:
-                    wait = self.idle_wait(wakeup)
-                    close_old_connections()
+                wait = self.idle_wait(wakeup) if self.running and task_result is None else None
+                close_old_connections()  # back to the pool before a wait, as db_worker does
+                if wait is not None:
                     logger.debug("worker_id=%s waits %.1f s for a job", self.worker_id, wait)
                     wakeup.wait(wait)
 
