@@ -5,11 +5,14 @@ Stop asked for) is drawn anew."""
 
 import threading
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.db import connection
 from django.template.loader import render_to_string
 from django.test import Client, RequestFactory
+from django.test.utils import CaptureQueriesContext
 
 from audit.models import InvocationOrigin
 from audit.selectors import viewer_rights
@@ -156,6 +159,52 @@ def test_renders_per_event_stay_one_per_class_however_many_look(world: World):
     # the board: the owner, the GM's sight (the co-GM), a player's; the turn: the GM's sight
     # (owner and co-GM alike), its player's, and the players' who may not undo it
     assert counts == {n: {"board": 3, "turn": 3} for n in (4, 6, 10)}
+
+
+class CountedCache:
+    """The fragments cache, counting the lookups made of it."""
+
+    def __init__(self, cache: Any) -> None:
+        self.cache, self.calls = cache, 0
+
+    def __getattr__(self, name: str) -> Any:
+        self.calls += 1
+        return getattr(self.cache, name)
+
+
+def test_a_push_reads_once_for_every_viewer(world: World, monkeypatch):
+    """What a feed sends its pages after an event (`pushed_fragments`) reads the campaign, each
+    turn and each class's drawing once: a viewer more costs no statement and no cache lookup,
+    whether the drawings are made in this push or were made already."""
+    turn = world.turn(world.player, "I move.")
+    player_moves_the_hero(world, turn, 3, 2)
+    changed = {"board": 0, turn.pk: 0}
+    counted = CountedCache(fragments._cache())
+    monkeypatch.setattr(fragments, "_cache", lambda: counted)
+    everyone = [world.owner, world.cogm, world.player, world.other]
+    for n in range(6):
+        user = make_user(f"watcher-{n}")
+        membership_add(campaign=world.campaign, by=world.owner, username=user.username)
+        everyone.append(user)
+    wanted = frozenset({"board", "turn"})
+    costs = {}
+    for viewers in (4, 6, 10):  # each class among the first four; then more of a player's
+        rights = [viewer_rights(campaign=world.campaign, user=user) for user in everyone[:viewers]]
+        assert len({r.sight for r in rights}) == 2  # asked once, when a socket connects
+        rights = [(r, wanted) for r in rights]
+        for drawing in ("drawn", "kept"):
+            if drawing == "drawn":  # a new event number: nothing of it in the cache yet
+                player_moves_the_hero(world, turn, viewers, 2)
+            counted.calls = 0
+            with CaptureQueriesContext(connection) as queries:
+                seq, sent = fragments.pushed_fragments(
+                    campaign_id=world.campaign.pk, viewers=rights, changed=changed
+                )
+            assert [len(messages) for messages in sent] == [2] * viewers
+            costs[viewers, drawing] = (len(queries), counted.calls)
+    assert costs[4, "drawn"][0] > costs[4, "kept"][0] > 0
+    for drawing in ("drawn", "kept"):
+        assert costs[4, drawing] == costs[6, drawing] == costs[10, drawing], costs
 
 
 def test_a_stop_asked_without_an_event_is_drawn_at_once(world: World):

@@ -66,7 +66,25 @@ def _cache() -> Any:
     return caches["fragments"]
 
 
-def drawn(*, campaign: Campaign, fragment: str, viewer: str, draw: Callable[[], Any]) -> Any:
+class Once:
+    """What one push (`pushed_fragments`) reads once for all the viewers it draws for: each
+    cache entry it took (a class's drawing, got once however many of its viewers there are)
+    and each turn's reading (`presenters.turn_read`). A request draws for one viewer and has
+    none."""
+
+    def __init__(self) -> None:
+        self.kept: dict[str, Any] = {}
+        self.turns: dict[int, presenters.TurnRead | None] = {}
+
+
+def drawn(
+    *,
+    campaign: Campaign,
+    fragment: str,
+    viewer: str,
+    draw: Callable[[], Any],
+    once: Once | None = None,
+) -> Any:
     """The fragment `fragment` of `campaign` for the viewer class `viewer` at the campaign's
     current event number: from the cache, or drawn by `draw` (and kept)."""
 
@@ -75,7 +93,12 @@ def drawn(*, campaign: Campaign, fragment: str, viewer: str, draw: Callable[[], 
         renders[fragment.split(":", 1)[0]] += 1
         return value
 
-    return _kept(f"fragment:{campaign.pk}:{campaign.drawn_seq}:{fragment}:{viewer}", counted)
+    key = f"fragment:{campaign.pk}:{campaign.drawn_seq}:{fragment}:{viewer}"
+    if once is None:
+        return _kept(key, counted)
+    if key not in once.kept:
+        once.kept[key] = _kept(key, counted)
+    return once.kept[key]
 
 
 def _kept(key: str, make: Callable[[], Any]) -> Any:
@@ -156,7 +179,7 @@ def board_class(rights: Rights) -> str:
     return "owner" if rights.owner else rights.sight.value
 
 
-def board(*, campaign: Campaign, rights: Rights) -> str:
+def board(*, campaign: Campaign, rights: Rights, once: Once | None = None) -> str:
     """The board fragment for this viewer: the class's drawing, with their own pieces."""
     viewer = board_class(rights)
     if viewer == "owner":
@@ -165,12 +188,14 @@ def board(*, campaign: Campaign, rights: Rights) -> str:
             fragment="board",
             viewer=viewer,
             draw=lambda: _draw_board(campaign, rights),
+            once=once,
         )
     kept = drawn(
         campaign=campaign,
         fragment="board",
         viewer=viewer,
         draw=lambda: _draw_board_for_class(campaign, rights.alike()),
+        once=once,
     )
     return _with_own_pieces(kept, rights)
 
@@ -256,11 +281,19 @@ def turn_class(*, rights: Rights, turn: Turn, onwards: bool, from_here: bool) ->
     )
 
 
-def turn(*, campaign: Campaign, rights: Rights, turn_id: int) -> str | None:
+def turn(
+    *, campaign: Campaign, rights: Rights, turn_id: int, once: Once | None = None
+) -> str | None:
     """One turn of the feed for this viewer, or None when there is no such turn to show."""
-    facts = presenters.turn_facts(campaign=campaign, rights=rights, turn_id=turn_id)
-    if facts is None:
+    if once is None:
+        read = presenters.turn_read(campaign=campaign, turn_id=turn_id)
+    elif turn_id in once.turns:
+        read = once.turns[turn_id]
+    else:
+        read = once.turns[turn_id] = presenters.turn_read(campaign=campaign, turn_id=turn_id)
+    if read is None:
         return None
+    facts = presenters.turn_facts(read=read, rights=rights)
 
     def draw() -> str:
         turns = presenters.feed(campaign=campaign, rights=rights, turn_id=turn_id)
@@ -277,6 +310,7 @@ def turn(*, campaign: Campaign, rights: Rights, turn_id: int) -> str | None:
         fragment=f"turn:{turn_id}",
         viewer=turn_class(rights=rights, **facts),
         draw=draw,
+        once=once,
     )
     return html or None
 
@@ -308,9 +342,11 @@ def pushed_fragments(
     page asked for), the `fragment` messages of what changed ("board", turn ids), drawn for
     them at the campaign's current event number, which comes first (every event up to it is in
     the drawings): the campaign read once, each class drawn once (or taken from the cache,
-    where another process drew it). A turn they may not see is not sent."""
+    where another process drew it), each turn read once, so that a viewer more costs no query
+    and no cache lookup (`Once`). A turn they may not see is not sent."""
     campaign = Campaign.objects.get(pk=campaign_id)
     turns = sorted(t for t in changed if t != "board")
+    once = Once()
     sent = []
     for rights, wanted in viewers:
         messages = []
@@ -319,11 +355,11 @@ def pushed_fragments(
                 {
                     "type": "fragment",
                     "part": "board",
-                    "html": board(campaign=campaign, rights=rights),
+                    "html": board(campaign=campaign, rights=rights, once=once),
                 }
             )
         for turn_id in turns if "turn" in wanted else []:
-            html = turn(campaign=campaign, rights=rights, turn_id=turn_id)
+            html = turn(campaign=campaign, rights=rights, turn_id=turn_id, once=once)
             if html is not None:
                 messages.append({"type": "fragment", "part": "turn", "turn": turn_id, "html": html})
         sent.append(messages)

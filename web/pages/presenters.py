@@ -319,32 +319,55 @@ def feed(*, campaign: Campaign, rights: Rights, turn_id: Any = None) -> list[Tur
     return views
 
 
-def turn_facts(*, campaign: Campaign, rights: Rights, turn_id: int) -> dict[str, Any] | None:
-    """What drawing one turn asks of its viewer beyond their sight (web/pages/fragments.py): the
-    turn, and whether they may undo from it onwards and a later turn offers its own Undo (the
-    feed's `undo_onwards` and `undo_from_here`); None when the campaign has no such turn."""
+@dataclass(frozen=True)
+class TurnRead:
+    """What drawing one turn reads of the campaign whoever looks: the turn, and (when it is not
+    undone) it and every later turn not undone, as (turn id, actor id), oldest first."""
+
+    turn: Turn
+    later: list[tuple[int, int]]
+
+
+def turn_read(*, campaign: Campaign, turn_id: int) -> TurnRead | None:
+    """The turn and the later turns' actors, in two queries; None when the campaign has no
+    such turn."""
     try:
         turn = turn_get(campaign=campaign, turn_id=turn_id)
     except NotFound:
         return None
-    onwards, last = _undo_from_here(campaign=campaign, rights=rights, turns=[turn])
+    later = [] if turn.reverted_at is not None else later_turn_actors(campaign=campaign, since=turn)
+    return TurnRead(turn=turn, later=later)
+
+
+def turn_facts(*, read: TurnRead, rights: Rights) -> dict[str, Any]:
+    """What drawing the turn asks of its viewer beyond their sight (web/pages/fragments.py):
+    whether they may undo from it onwards and a later turn offers its own Undo (the feed's
+    `undo_onwards` and `undo_from_here`). No query: every viewer's facts come from one read."""
+    onwards, last = _undo_onwards(rights=rights, rows=read.later)
     return {
-        "turn": turn,
-        "onwards": turn.pk in onwards,
-        "from_here": turn.pk in onwards and turn.pk != last,
+        "turn": read.turn,
+        "onwards": read.turn.pk in onwards,
+        "from_here": read.turn.pk in onwards and read.turn.pk != last,
     }
 
 
 def _undo_from_here(
     *, campaign: Campaign, rights: Rights, turns: list[Turn]
 ) -> tuple[set[int], int | None]:
-    """The turns shown from which this user may undo onwards (each not yet undone whose actor
-    and every later turn's the one policy, `Rights.reverts`, lets the user revert), and the last
-    turn not undone, which offers its own Undo instead. One query for the feed or one turn."""
+    """The turns shown from which this user may undo onwards, and the last turn not undone
+    (`_undo_onwards`). One query for the feed or one turn."""
     live = [t for t in turns if t.reverted_at is None]
     if not live:
         return set(), None
-    rows = later_turn_actors(campaign=campaign, since=live[0])
+    return _undo_onwards(rights=rights, rows=later_turn_actors(campaign=campaign, since=live[0]))
+
+
+def _undo_onwards(*, rights: Rights, rows: list[tuple[int, int]]) -> tuple[set[int], int | None]:
+    """Of these turns not undone (`later_turn_actors`), those from which this user may undo
+    onwards (each whose actor and every later turn's the one policy, `Rights.reverts`, lets
+    the user revert), and the last one, which offers its own Undo instead."""
+    if not rows:
+        return set(), None
     result: set[int] = set()
     every_later = True
     for pk, actor_id in reversed(rows):
