@@ -387,6 +387,42 @@ def test_a_drawing_another_process_has_claimed_is_waited_for(monkeypatch):
     assert fragments.renders == {}
 
 
+def test_a_push_draws_what_nobody_is_drawing_before_it_waits():
+    """Both web processes push an event to their pages: while the other draws the owner's
+    board, this one draws the players' first, and then takes the owner's from the cache
+    (rather than wait for it, and have the other wait for the players' after)."""
+    owners, players = (f"fragment:pushed-table:5:board:{viewer}" for viewer in ("owner", "player"))
+    cache = fragments._cache()
+    assert cache.add(f"{owners}:drawing", 1, 30)  # the other process is drawing the owner's
+    drawn_here = threading.Event()
+
+    def the_other_process_finishes():
+        drawn_here.wait(timeout=10)  # it is slower: this one has drawn the players' by then
+        cache.set(owners, "<div>owner's, drawn there</div>", 30)
+
+    other = threading.Thread(target=the_other_process_finishes)
+    other.start()
+
+    def players_board() -> str:
+        drawn_here.set()
+        return "<div>players', drawn here</div>"
+
+    fragments.renders.clear()
+    kept = fragments._kept_all(
+        {
+            owners: fragments._counted("board", lambda: "<div>owner's, drawn here</div>"),
+            players: fragments._counted("board", players_board),
+        }
+    )
+    other.join(timeout=10)
+    assert kept == {
+        owners: "<div>owner's, drawn there</div>",
+        players: "<div>players', drawn here</div>",
+    }
+    assert fragments.renders == {"board": 1}
+    assert cache.get(f"{players}:drawing") is None
+
+
 def test_a_claim_nobody_keeps_is_drawn_here_after_the_wait(monkeypatch):
     """The process that claimed the drawing died or failed without a word: after DRAW_WAIT the
     request draws it itself, and the page is answered."""

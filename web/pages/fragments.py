@@ -68,13 +68,35 @@ def _cache() -> Any:
 
 class Once:
     """What one push (`pushed_fragments`) reads once for all the viewers it draws for: each
-    cache entry it took (a class's drawing, got once however many of its viewers there are)
-    and each turn's reading (`presenters.turn_read`). A request draws for one viewer and has
-    none."""
+    class's drawing (`kept`: taken from the cache in one lookup, or drawn, `_kept_all`) and
+    each turn's reading (`presenters.turn_read`). A request draws for one viewer and has none."""
 
-    def __init__(self) -> None:
+    def __init__(self, campaign: Campaign) -> None:
+        self.campaign = campaign
         self.kept: dict[str, Any] = {}
         self.turns: dict[int, presenters.TurnRead | None] = {}
+
+    def turn_read(self, turn_id: int) -> presenters.TurnRead | None:
+        if turn_id not in self.turns:
+            self.turns[turn_id] = presenters.turn_read(campaign=self.campaign, turn_id=turn_id)
+        return self.turns[turn_id]
+
+
+# A fragment's drawing for a class of viewer: the fragment, the class, and how to draw it.
+Drawing = tuple[str, str, Callable[[], Any]]
+
+
+def _key(campaign: Campaign, fragment: str, viewer: str) -> str:
+    return f"fragment:{campaign.pk}:{campaign.drawn_seq}:{fragment}:{viewer}"
+
+
+def _counted(fragment: str, draw: Callable[[], Any]) -> Callable[[], Any]:
+    def counted() -> Any:
+        value = draw()
+        renders[fragment.split(":", 1)[0]] += 1
+        return value
+
+    return counted
 
 
 def drawn(
@@ -87,18 +109,10 @@ def drawn(
 ) -> Any:
     """The fragment `fragment` of `campaign` for the viewer class `viewer` at the campaign's
     current event number: from the cache, or drawn by `draw` (and kept)."""
-
-    def counted() -> Any:
-        value = draw()
-        renders[fragment.split(":", 1)[0]] += 1
-        return value
-
-    key = f"fragment:{campaign.pk}:{campaign.drawn_seq}:{fragment}:{viewer}"
-    if once is None:
-        return _kept(key, counted)
-    if key not in once.kept:
-        once.kept[key] = _kept(key, counted)
-    return once.kept[key]
+    key = _key(campaign, fragment, viewer)
+    if once is not None and key in once.kept:
+        return once.kept[key]
+    return _kept(key, _counted(fragment, draw))
 
 
 def _kept(key: str, make: Callable[[], Any]) -> Any:
@@ -117,16 +131,62 @@ def _kept(key: str, make: Callable[[], Any]) -> Any:
             if kept is None:
                 kept = _made_elsewhere(key)
             if kept is None:
-                try:
-                    kept = make()
-                    _cache().set(key, kept, FRAGMENT_TTL)
-                finally:  # kept or failed, the other processes need not wait any longer
-                    _cache().delete(f"{key}:drawing")
+                kept = _make(key, make)
     finally:
         with _drawing_guard:
             if _drawing.get(key) is drawing:
                 del _drawing[key]
     return kept
+
+
+def _make(key: str, make: Callable[[], Any]) -> Any:
+    """`make()`, kept, by the request or push that claimed the drawing of `key`."""
+    try:
+        kept = make()
+        _cache().set(key, kept, FRAGMENT_TTL)
+    finally:  # kept or failed, the other processes need not wait any longer
+        _cache().delete(f"{key}:drawing")
+    return kept
+
+
+def _kept_all(makes: dict[str, Callable[[], Any]]) -> dict[str, Any]:
+    """`_kept` for several keys at once, for a push: one lookup for all of them, then each
+    that nobody is drawing drawn here first, and only then those another request or process
+    is drawing waited for (as `_kept` waits), by which time they are most likely kept. The web
+    processes each push the same event to the pages they hold: each draws what the other is
+    not drawing yet, rather than both waiting on one drawing after another."""
+    found = dict(_cache().get_many(list(makes)))
+    busy = []
+    for key, make in makes.items():
+        if key in found:
+            continue
+        kept = _made_if_free(key, make)
+        if kept is None:
+            busy.append(key)
+        else:
+            found[key] = kept
+    for key in busy:
+        found[key] = _kept(key, makes[key])
+    return found
+
+
+def _made_if_free(key: str, make: Callable[[], Any]) -> Any:
+    """`make()`, kept, when no request of this process nor any other process is drawing
+    `key` (this push claims it); else None."""
+    with _drawing_guard:
+        if key in _drawing:
+            return None
+        drawing = _drawing[key] = threading.Lock()
+        drawing.acquire()
+    try:
+        if not _cache().add(f"{key}:drawing", 1, DRAW_WAIT):
+            return None
+        return _make(key, make)
+    finally:
+        drawing.release()
+        with _drawing_guard:
+            if _drawing.get(key) is drawing:
+                del _drawing[key]
 
 
 def _made_elsewhere(key: str) -> Any:
@@ -181,23 +241,16 @@ def board_class(rights: Rights) -> str:
 
 def board(*, campaign: Campaign, rights: Rights, once: Once | None = None) -> str:
     """The board fragment for this viewer: the class's drawing, with their own pieces."""
+    fragment, viewer, draw = _board_drawing(campaign, rights)
+    kept = drawn(campaign=campaign, fragment=fragment, viewer=viewer, draw=draw, once=once)
+    return kept if viewer == "owner" else _with_own_pieces(kept, rights)
+
+
+def _board_drawing(campaign: Campaign, rights: Rights) -> Drawing:
     viewer = board_class(rights)
     if viewer == "owner":
-        return drawn(
-            campaign=campaign,
-            fragment="board",
-            viewer=viewer,
-            draw=lambda: _draw_board(campaign, rights),
-            once=once,
-        )
-    kept = drawn(
-        campaign=campaign,
-        fragment="board",
-        viewer=viewer,
-        draw=lambda: _draw_board_for_class(campaign, rights.alike()),
-        once=once,
-    )
-    return _with_own_pieces(kept, rights)
+        return "board", viewer, lambda: _draw_board(campaign, rights)
+    return "board", viewer, lambda: _draw_board_for_class(campaign, rights.alike())
 
 
 def _draw_board(campaign: Campaign, rights: Rights) -> str:
@@ -285,15 +338,20 @@ def turn(
     *, campaign: Campaign, rights: Rights, turn_id: int, once: Once | None = None
 ) -> str | None:
     """One turn of the feed for this viewer, or None when there is no such turn to show."""
-    if once is None:
-        read = presenters.turn_read(campaign=campaign, turn_id=turn_id)
-    elif turn_id in once.turns:
-        read = once.turns[turn_id]
-    else:
-        read = once.turns[turn_id] = presenters.turn_read(campaign=campaign, turn_id=turn_id)
+    read = (
+        once.turn_read(turn_id)
+        if once is not None
+        else presenters.turn_read(campaign=campaign, turn_id=turn_id)
+    )
     if read is None:
         return None
-    facts = presenters.turn_facts(read=read, rights=rights)
+    fragment, viewer, draw = _turn_drawing(campaign, rights, read)
+    html = drawn(campaign=campaign, fragment=fragment, viewer=viewer, draw=draw, once=once)
+    return html or None
+
+
+def _turn_drawing(campaign: Campaign, rights: Rights, read: presenters.TurnRead) -> Drawing:
+    turn_id = read.turn.pk
 
     def draw() -> str:
         turns = presenters.feed(campaign=campaign, rights=rights, turn_id=turn_id)
@@ -305,14 +363,8 @@ def turn(
             "campaigns/_turn.html", {"turn": turns[0], "seq": campaign.drawn_seq}
         )
 
-    html = drawn(
-        campaign=campaign,
-        fragment=f"turn:{turn_id}",
-        viewer=turn_class(rights=rights, **facts),
-        draw=draw,
-        once=once,
-    )
-    return html or None
+    facts = presenters.turn_facts(read=read, rights=rights)
+    return f"turn:{turn_id}", turn_class(rights=rights, **facts), draw
 
 
 # ---- sent down the sockets ------------------------------------------------------------------
@@ -346,7 +398,19 @@ def pushed_fragments(
     and no cache lookup (`Once`). A turn they may not see is not sent."""
     campaign = Campaign.objects.get(pk=campaign_id)
     turns = sorted(t for t in changed if t != "board")
-    once = Once()
+    once = Once(campaign)
+    makes = {}  # every class's drawing that some viewer needs, looked up (or drawn) at once
+    for rights, wanted in viewers:
+        drawings = []
+        if "board" in changed and "board" in wanted:
+            drawings.append(_board_drawing(campaign, rights))
+        for turn_id in turns if "turn" in wanted else []:
+            read = once.turn_read(turn_id)
+            if read is not None:
+                drawings.append(_turn_drawing(campaign, rights, read))
+        for fragment, viewer, draw in drawings:
+            makes.setdefault(_key(campaign, fragment, viewer), _counted(fragment, draw))
+    once.kept = _kept_all(makes)
     sent = []
     for rights, wanted in viewers:
         messages = []
