@@ -10,10 +10,15 @@ docs/performance.md#ws_fanoutpy-an-undo-reaching-10-50-200-websocket-clients.
 
 After a batch that changed the board or a turn (`web.pages.fragments.fragments_changed`), the
 feed draws them for each of its sockets whose page asked for them (`Listener.fragments`) and
-sends them as `fragment` messages: once per class of viewer, in a thread, off the receive loop
-(events keep flowing while it draws), and coalesced as the page's own fetches were (one drawing
-on its way, and one more after it for whatever batches asked meanwhile). The page no longer
-asks for them after each event; five pages of a table cost one drawing per class and no request.
+sends them as `fragment` messages: once per class of viewer, off the receive loop (events keep
+flowing while it draws), and coalesced as the page's own fetches were (one drawing on its way,
+and one more after it for whatever batches asked meanwhile). It draws in a thread of the
+executor's pool, not in the process's one thread for sync code that `database_sync_to_async`
+uses by default (where the sockets' connects run too): a table's drawing does not queue behind
+another table's, nor a page's connect behind a drawing; one campaign's drawings stay one at a
+time, in order, and each returns its connection (to the pool, under PostgreSQL) as it ends. The
+page no longer asks for them after each event; five pages of a table cost one drawing per class
+and no request.
 """
 
 import asyncio
@@ -25,6 +30,7 @@ from typing import Any, Protocol
 
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
+from django.db import connections
 
 from audit.selectors import Rights
 from campaigns.realtime import EVENTS_MESSAGE, LAYER_UNAVAILABLE, group_name
@@ -185,9 +191,9 @@ class CampaignFeed:
             pages = [listener for listener in self.listeners if listener.rights is not None]
             viewers = [(page.rights, page.fragments) for page in pages]
             try:
-                drawn_at, drawn = await database_sync_to_async(pushed_fragments)(
-                    campaign_id=self.campaign_id, viewers=viewers, changed=changed
-                )
+                drawn_at, drawn = await database_sync_to_async(
+                    _pushed_in_pool_thread, thread_sensitive=False
+                )(campaign_id=self.campaign_id, viewers=viewers, changed=changed)
             except Exception:
                 logger.exception("drawing fragments of %s for its pages failed", self.group)
                 drawn_at, drawn = -1, [undrawn(changed, wanted) for _, wanted in viewers]
@@ -204,6 +210,16 @@ class CampaignFeed:
                     await page.forward([json.dumps(message) for message in messages])
                 except Exception:
                     logger.exception("sending fragments to a socket of %s failed", self.group)
+
+
+def _pushed_in_pool_thread(**kwargs: Any) -> tuple[int, list[list[dict[str, Any]]]]:
+    """`pushed_fragments`, its connection closed as it ends (given back to the pool, under
+    PostgreSQL), whatever CONN_MAX_AGE says: a thread of the executor's pool outlives the
+    drawing, and no connection stays with it."""
+    try:
+        return pushed_fragments(**kwargs)
+    finally:
+        connections.close_all()
 
 
 # Per event loop: a loop's tasks and the layer's connections do not cross loops.

@@ -6,14 +6,18 @@ that turn, with that viewer's Undo offers; the drawings stay one per class howev
 look; a socket that did not ask (an API client) is sent events only; a drawing that fails tells
 the page to fetch it."""
 
+import asyncio
+import threading
 from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
+from django.db import connection, connections
 
-from audit.services import turn_undo
+from audit.models import InvocationOrigin, ToolInvocation
+from audit.services import invocation_dispatch, turn_undo
 from campaigns.services import membership_add
-from tests.conftest import World, commit, fog_over_the_goblin, make_user
+from tests.conftest import World, commit, fog_over_the_goblin, make_user, postgres_only
 from tests.pages.test_fragment_cache import board_alone, turn_alone
 from tests.realtime.conftest import browser, receive_until
 from web import feeds
@@ -135,3 +139,79 @@ async def test_each_page_is_sent_the_turn_drawn_for_its_viewer_once_per_class(wo
     for socket in pages.values():
         assert await socket.receive_nothing(timeout=0.3)  # no board: it was not asked for
         await socket.disconnect()
+
+
+async def test_a_table_slow_to_draw_holds_up_no_other(world: World, monkeypatch):
+    """Each web process draws for every campaign it holds: one table's drawing stuck (a slow
+    statement, a long turn to draw) does not hold up another table's board, nor a page that
+    connects meanwhile."""
+    elsewhere = world.foreign.campaign_id
+    stuck, release = threading.Event(), threading.Event()
+    real = fragments.pushed_fragments
+
+    def pushed(**kwargs: Any) -> Any:
+        if kwargs["campaign_id"] == elsewhere:
+            stuck.set()
+            assert release.wait(timeout=30)
+        return real(**kwargs)
+
+    monkeypatch.setattr(feeds, "pushed_fragments", pushed)
+    slow = await browser(elsewhere, world.outsider, BOARD)
+    page = await browser(world.campaign.pk, world.owner, BOARD)
+
+    def hit_the_stranger() -> None:  # in a thread of its own: the push may hold any other
+        try:
+            commit_elsewhere(world)
+        finally:
+            connections.close_all()
+
+    def hit_the_goblin() -> None:
+        try:
+            commit(world, "modify_creature", {"creature_id": world.goblin.pk, "hp_delta": -1})
+        finally:
+            connections.close_all()
+
+    await asyncio.to_thread(hit_the_stranger)
+    assert await asyncio.to_thread(stuck.wait, 10)
+    try:
+        await asyncio.to_thread(hit_the_goblin)
+        assert "Goblin" in await board_sent(page)  # while the other table's drawing is stuck
+        late = await browser(world.campaign.pk, world.player, BOARD)  # connects meanwhile too
+    finally:
+        release.set()
+    assert "Stranger" in await board_sent(slow)
+    for socket in (slow, page, late):
+        await socket.disconnect()
+
+
+def commit_elsewhere(world: World) -> None:
+    row = invocation_dispatch(
+        campaign=world.foreign.campaign,
+        actor=world.outsider,
+        tool_name="modify_creature",
+        input={"creature_id": world.foreign.pk, "hp_delta": -1},
+        source=InvocationOrigin.USER,
+    )
+    assert row.status == ToolInvocation.Status.COMMITTED, row.error
+
+
+@postgres_only
+async def test_a_drawing_gives_its_connection_back(world: World):
+    """The drawing runs in a thread of the executor's pool, which outlives it: its connection
+    goes back to the connection pool when it ends, not to stay with the thread."""
+
+    def in_use() -> int:
+        stats = connection.pool.get_stats()
+        return stats["pool_size"] - stats["pool_available"]
+
+    pages = [await browser(world.campaign.pk, user, BOARD) for user in (world.owner, world.player)]
+    await database_sync_to_async(connections.close_all)()  # the sockets' connects' (kept: the
+    # test communicator keeps connections open), in the thread the test's sync work runs in
+    before = in_use()  # the test's own
+    for amount in (1, 2, 3):
+        await goblin_hit_in_a_turn(world, amount)
+        for page in pages:
+            assert await board_sent(page)
+    assert in_use() == before
+    for page in pages:
+        await page.disconnect()
