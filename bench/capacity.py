@@ -191,18 +191,18 @@ class Page:
       `fragment` message (board.js swaps it in; its time is the event's arrival -> the board's
       that reflects it); a `fragment` with `html` null -> GET board/ (board.js's refreshBoard:
       one fetch in flight, and at most one more after it however many asked meanwhile).
-    - ... and for the turns: after `message_created`,
-      `gm_turn_completed` and `interaction_reverted` the server sends the turn (feed.js's
+    - ... and for the turns: after `message_created`, `gm_turn_completed`,
+      `interaction_reverted`, `approval_requested`, `approval_resolved` and a `gm_turn_started`
+      of a resumed attempt (attempt > 1) of a drawn turn the server sends the turn (feed.js's
       turnSent; timed as the board is; `html` null -> GET feed/?turn=), unless the page's
       drawing of it shows the event already; a drawing only replaces one as new or older
       (its `data-seq`, feed.js's `newest`).
-    - feed.js: `gm_turn_started` -> ?turn= only for a resumed attempt (attempt > 1) of a
-      drawn turn; `gm_text_delta` -> ?turn= unless the turn is drawn with its streaming slot,
+    - feed.js: `gm_text_delta` -> ?turn= unless the turn is drawn with its streaming slot,
       or a fetch of it is on its way, or the server is to send it; `dice_rolled` -> ?turn= for
       a GM's roll, else ?roll= once (the roller's page drew it when the API answered: dice.js);
       `state_changed` from a person (`source` user) -> ?turn= for a known turn, else
       ?change=<invocation> once, or ?added=<creature> once for a creature made by set-up;
-      `approval_resolved` -> ?turn= for a known turn; `invocation_reverted` -> ?turn= for a known
+      `invocation_reverted` -> ?turn= for a known
       turn, else ?change= again if drawn; `interaction_reverted` -> ?turn= of every later drawn
       turn with calls when it undid more than one call. A turn is known when
       drawn or asked for. One ?turn= per turn is on its way at a time (refreshTurn): an event
@@ -210,7 +210,8 @@ class Page:
       event already (its `data-seq` >= the event's seq).
     - approval.js: `approval_requested`, `approval_resolved` and `resynced` -> GET approvals/.
     - waiting.js: `approval_requested`, `approval_resolved` -> ?turn= of every drawn turn still
-      waiting (queued, running, awaiting_approval; not undone) and every turn on its way.
+      waiting (queued, running, awaiting_approval; not undone) and every turn on its way, but
+      the event's own (the server sends it).
     - socket.js: events in seq order; one past a gap waits REORDER_WAIT for the missing ones,
       then the page resyncs: GET feed/ (its `data-seq`), then the board, then `resynced`; a
       `hello` newer than the page resyncs too.
@@ -472,7 +473,7 @@ class Page:
             self.to_be_sent(turn, seq)
         elif kind == "gm_turn_started":
             if data.get("attempt", 1) > 1 and turn in self.turns:
-                self.refresh_turn(turn, seq)
+                self.to_be_sent(turn, seq)
         elif kind == "gm_text_delta":
             drawn = self.turns.get(turn)
             if not (drawn and drawn.streaming) and turn not in self.on_their_way | self.sending:
@@ -493,9 +494,8 @@ class Page:
                 data.get("entity") == "creature" and not data.get("facet") and data.get("fields")
             ):
                 self.draw_change(f"added-{data['id']}", f"added={data['id']}")
-        elif kind == "approval_resolved":
-            if self.known(turn):
-                self.refresh_turn(turn, seq)
+        elif kind in ("approval_requested", "approval_resolved"):
+            self.to_be_sent(turn, seq)
         elif kind == "invocation_reverted":
             invocation = event.get("invocation")
             if self.known(turn):
@@ -515,7 +515,7 @@ class Page:
         if kind in ("approval_requested", "approval_resolved"):
             waiting = self.on_their_way | self.sending
             waiting |= {t for t, d in self.turns.items() if d.status in WAITING and not d.undone}
-            for t in waiting:
+            for t in waiting - {turn}:
                 self.refresh_turn(t, seq)
 
 

@@ -7,6 +7,7 @@ look; a socket that did not ask (an API client) is sent events only; a drawing t
 the page to fetch it."""
 
 import asyncio
+import re
 import threading
 from typing import Any
 
@@ -16,16 +17,26 @@ from django.db import connection, connections
 
 from audit.models import InvocationOrigin, ToolInvocation
 from audit.services import invocation_dispatch, turn_undo
+from audit.services.approval import invocation_approve
+from campaigns.models import Campaign, Turn
 from campaigns.services import membership_add
-from tests.conftest import World, commit, fog_over_the_goblin, make_user, postgres_only
+from tests.conftest import (
+    World,
+    call,
+    commit,
+    fog_over_the_goblin,
+    make_user,
+    postgres_only,
+)
 from tests.pages.test_fragment_cache import board_alone, turn_alone
-from tests.realtime.conftest import browser, receive_until
+from tests.realtime.conftest import TIMEOUT, browser, receive_until
 from web import feeds
 from web.pages import fragments
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
 BOARD = "?fragments=board"
+TURN_SEQ = re.compile(r'data-seq="(\d+)"')
 
 
 @database_sync_to_async
@@ -215,3 +226,70 @@ async def test_a_drawing_gives_its_connection_back(world: World):
     assert in_use() == before
     for page in pages:
         await page.disconnect()
+
+
+async def test_a_held_call_and_its_answer_send_its_turn(world: World):
+    """A call held and a call answered change what its turn says (what it waits for, on whom;
+    who let it run): the turn is sent after each, drawn once per class."""
+    pages = {
+        name: await browser(world.campaign.pk, user, "?fragments=turn")
+        for name, user in {"owner": world.owner, "player": world.player}.items()
+    }
+    row = await database_sync_to_async(held_in_a_running_turn)(world)
+    for socket in pages.values():
+        assert "Waiting for approval" in await sent_until(socket, row.turn, "approval_requested")
+    before = fragments.renders["turn"]
+    await database_sync_to_async(invocation_approve)(
+        campaign_id=world.campaign.pk, invocation_id=row.pk, user=world.owner
+    )
+    for socket in pages.values():
+        html = await sent_until(socket, row.turn, "approval_resolved")
+        assert "Waiting for approval" not in html and "Goblin takes 5" in html
+    assert fragments.renders["turn"] - before == 2  # the GM's sight, a player's
+    for socket in pages.values():
+        assert await socket.receive_nothing(timeout=0.3)
+        await socket.disconnect()
+
+
+def held_in_a_running_turn(world: World) -> ToolInvocation:
+    """The GM's hit on the goblin held for approval, in the player's turn, which the GM is
+    running (`held_hit`'s, but the turn's status a worker's)."""
+    Campaign.objects.filter(pk=world.campaign.pk).update(approval_policy="critical")
+    world.campaign.refresh_from_db()
+    turn = world.turn(world.player, "I strike the goblin.")
+    Turn.objects.filter(pk=turn.pk).update(status=Turn.Status.RUNNING)
+    row = call(
+        world,
+        "modify_creature",
+        {"creature_id": world.goblin.pk, "hp_delta": -5},
+        turn=turn,
+        source=InvocationOrigin.GM,
+    )
+    assert row.status == ToolInvocation.Status.AWAITING_APPROVAL, row.error
+    return row
+
+
+async def sent_until(socket: Any, turn: Any, event: str) -> str:
+    """The first drawing of `turn` the socket is sent that shows the event `event` (its
+    `data-seq` at or past the event's: it may come before the event itself, when it was drawn
+    after the event was committed for an earlier one): its HTML."""
+    at, html = None, ""
+    while at is None or not html or int(TURN_SEQ.search(html)[1]) < at:
+        message = await socket.receive_json_from(timeout=TIMEOUT)
+        if message["type"] == event:
+            at = message["seq"]
+        elif message["type"] == "fragment" and message.get("turn") == turn.pk:
+            html = message["html"]
+    return html
+
+
+async def test_a_resumed_attempt_draws_its_turn_again_the_first_does_not():
+    """A turn's first attempt changes nothing its drawing shows (its message did, already); a
+    later one starts the narration again (its worker was lost, or its held call answered)."""
+    started = [
+        {"type": "gm_turn_started", "turn": 4, "seq": 10, "data": {"attempt": 1}},
+        {"type": "gm_text_delta", "turn": 4, "seq": 11, "data": {"text": "The "}},
+    ]
+    assert fragments.fragments_changed(started) == {}
+    resumed = {"type": "gm_turn_started", "turn": 4, "seq": 12, "data": {"attempt": 2}}
+    assert fragments.fragments_changed([*started, resumed]) == {4: 12}

@@ -370,9 +370,18 @@ def _turn_drawing(campaign: Campaign, rights: Rights, read: presenters.TurnRead)
 # ---- sent down the sockets ------------------------------------------------------------------
 
 # The events after which their turn is drawn again for every page: a message in it (the first
-# one makes the turn), its end, its undo. (Each page asks for a turn again on other events
-# too, depending on what it shows: static/js/table/feed.js.)
-TURN_EVENTS = frozenset({"message_created", "gm_turn_completed", "interaction_reverted"})
+# one makes the turn), its end, its undo, a call of it held (the turn says what it waits for,
+# on whom) or answered (who let it run or refused it, and why). (Each page asks for a turn again
+# on other events too, depending on what it shows: static/js/table/feed.js, waiting.js.)
+TURN_EVENTS = frozenset(
+    {
+        "message_created",
+        "gm_turn_completed",
+        "interaction_reverted",
+        "approval_requested",
+        "approval_resolved",
+    }
+)
 
 
 def fragments_changed(events: list[dict[str, Any]]) -> dict[Any, int]:
@@ -382,9 +391,15 @@ def fragments_changed(events: list[dict[str, Any]]) -> dict[Any, int]:
     for e in events:
         if e["type"] in BOARD_EVENTS:
             changed["board"] = e["seq"]
-        if e["type"] in TURN_EVENTS and e.get("turn") is not None:
+        if e.get("turn") is not None and (e["type"] in TURN_EVENTS or _resumed(e)):
             changed[int(e["turn"])] = e["seq"]
     return changed
+
+
+def _resumed(event: dict[str, Any]) -> bool:
+    """A turn's attempt after the first (its worker was lost, or its held call answered): it
+    tells its narration again from the start, and is drawn again."""
+    return event["type"] == "gm_turn_started" and (event.get("data") or {}).get("attempt", 1) > 1
 
 
 def pushed_fragments(

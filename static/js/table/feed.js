@@ -191,11 +191,12 @@ function toBeSent(turn, seq) {
 
 on("message_created", ({ turn, seq }) => toBeSent(turn, seq));
 
-// A turn resumed after its worker was lost tells its narration again from the start.
+// A turn resumed (its worker was lost, or its held call answered) tells its narration again
+// from the start: the server sends it.
 on("gm_turn_started", ({ turn, data, seq }) => {
   if (data.attempt <= 1 || !turnNode(turn)) return;
   streamed.delete(turn);
-  refreshTurn(turn, seq);
+  toBeSent(turn, seq);
 });
 
 on("gm_text_delta", ({ turn, data }) => {
@@ -240,10 +241,10 @@ on("state_changed", ({ source, turn, invocation, data, seq }) => {
   }
 });
 
-// A held call answered: its turn's card says who approved, rejected or withdrew it, and why.
-on("approval_resolved", ({ turn, seq }) => {
-  if (known(turn)) refreshTurn(turn, seq);
-});
+// A call held: its turn says what it waits for and on whom; answered: who approved, rejected
+// or withdrew it, and why. The server sends the turn (TURN_EVENTS).
+on("approval_requested", ({ turn, seq }) => toBeSent(turn, seq));
+on("approval_resolved", ({ turn, seq }) => toBeSent(turn, seq));
 
 on("invocation_reverted", ({ turn, invocation, seq }) => {
   if (known(turn)) refreshTurn(turn, seq);
