@@ -66,22 +66,6 @@ def _cache() -> Any:
     return caches["fragments"]
 
 
-class Once:
-    """What one push (`pushed_fragments`) reads once for all the viewers it draws for: each
-    class's drawing (`kept`: taken from the cache in one lookup, or drawn, `_kept_all`) and
-    each turn's reading (`presenters.turn_read`). A request draws for one viewer and has none."""
-
-    def __init__(self, campaign: Campaign) -> None:
-        self.campaign = campaign
-        self.kept: dict[str, Any] = {}
-        self.turns: dict[int, presenters.TurnRead | None] = {}
-
-    def turn_read(self, turn_id: int) -> presenters.TurnRead | None:
-        if turn_id not in self.turns:
-            self.turns[turn_id] = presenters.turn_read(campaign=self.campaign, turn_id=turn_id)
-        return self.turns[turn_id]
-
-
 # A fragment's drawing for a class of viewer: the fragment, the class, and how to draw it.
 Drawing = tuple[str, str, Callable[[], Any]]
 
@@ -99,20 +83,10 @@ def _counted(fragment: str, draw: Callable[[], Any]) -> Callable[[], Any]:
     return counted
 
 
-def drawn(
-    *,
-    campaign: Campaign,
-    fragment: str,
-    viewer: str,
-    draw: Callable[[], Any],
-    once: Once | None = None,
-) -> Any:
+def drawn(*, campaign: Campaign, fragment: str, viewer: str, draw: Callable[[], Any]) -> Any:
     """The fragment `fragment` of `campaign` for the viewer class `viewer` at the campaign's
     current event number: from the cache, or drawn by `draw` (and kept)."""
-    key = _key(campaign, fragment, viewer)
-    if once is not None and key in once.kept:
-        return once.kept[key]
-    return _kept(key, _counted(fragment, draw))
+    return _kept(_key(campaign, fragment, viewer), _counted(fragment, draw))
 
 
 def _kept(key: str, make: Callable[[], Any]) -> Any:
@@ -239,10 +213,15 @@ def board_class(rights: Rights) -> str:
     return "owner" if rights.owner else rights.sight.value
 
 
-def board(*, campaign: Campaign, rights: Rights, once: Once | None = None) -> str:
+def board(*, campaign: Campaign, rights: Rights) -> str:
     """The board fragment for this viewer: the class's drawing, with their own pieces."""
     fragment, viewer, draw = _board_drawing(campaign, rights)
-    kept = drawn(campaign=campaign, fragment=fragment, viewer=viewer, draw=draw, once=once)
+    kept = drawn(campaign=campaign, fragment=fragment, viewer=viewer, draw=draw)
+    return _board_for(kept, viewer, rights)
+
+
+def _board_for(kept: Any, viewer: str, rights: Rights) -> str:
+    """The class's kept board as this viewer sees it: the owner's is theirs alone."""
     return kept if viewer == "owner" else _with_own_pieces(kept, rights)
 
 
@@ -334,20 +313,13 @@ def turn_class(*, rights: Rights, turn: Turn, onwards: bool, from_here: bool) ->
     )
 
 
-def turn(
-    *, campaign: Campaign, rights: Rights, turn_id: int, once: Once | None = None
-) -> str | None:
+def turn(*, campaign: Campaign, rights: Rights, turn_id: int) -> str | None:
     """One turn of the feed for this viewer, or None when there is no such turn to show."""
-    read = (
-        once.turn_read(turn_id)
-        if once is not None
-        else presenters.turn_read(campaign=campaign, turn_id=turn_id)
-    )
+    read = presenters.turn_read(campaign=campaign, turn_id=turn_id)
     if read is None:
         return None
     fragment, viewer, draw = _turn_drawing(campaign, rights, read)
-    html = drawn(campaign=campaign, fragment=fragment, viewer=viewer, draw=draw, once=once)
-    return html or None
+    return drawn(campaign=campaign, fragment=fragment, viewer=viewer, draw=draw) or None
 
 
 def _turn_drawing(campaign: Campaign, rights: Rights, read: presenters.TurnRead) -> Drawing:
@@ -408,39 +380,38 @@ def pushed_fragments(
     """For each viewer (the rights read when their socket connected, and which fragments their
     page asked for), the `fragment` messages of what changed ("board", turn ids), drawn for
     them at the campaign's current event number, which comes first (every event up to it is in
-    the drawings): the campaign read once, each class drawn once (or taken from the cache,
-    where another process drew it), each turn read once, so that a viewer more costs no query
-    and no cache lookup (`Once`). A turn they may not see is not sent."""
+    the drawings). Read once for all of them: the campaign, each turn, and every class's
+    drawing, looked up in one go (or drawn: `_kept_all`), so that a viewer more costs no query
+    and no cache lookup. A turn they may not see is not sent."""
     campaign = Campaign.objects.get(pk=campaign_id)
     turns = sorted(t for t in changed if t != "board")
-    once = Once(campaign)
-    makes = {}  # every class's drawing that some viewer needs, looked up (or drawn) at once
+    if not any("turn" in wanted for _, wanted in viewers):
+        turns = []
+    reads = {t: presenters.turn_read(campaign=campaign, turn_id=t) for t in turns}
+    makes = {}  # every class's drawing some viewer needs, by its key
+    plans = []  # per viewer: each message's part, and the key of its drawing and its class
     for rights, wanted in viewers:
-        drawings = []
+        parts = []
         if "board" in changed and "board" in wanted:
-            drawings.append(_board_drawing(campaign, rights))
+            parts.append(({"part": "board"}, _board_drawing(campaign, rights)))
         for turn_id in turns if "turn" in wanted else []:
-            read = once.turn_read(turn_id)
-            if read is not None:
-                drawings.append(_turn_drawing(campaign, rights, read))
-        for fragment, viewer, draw in drawings:
-            makes.setdefault(_key(campaign, fragment, viewer), _counted(fragment, draw))
-    once.kept = _kept_all(makes)
+            if (read := reads[turn_id]) is not None:
+                drawing = _turn_drawing(campaign, rights, read)
+                parts.append(({"part": "turn", "turn": turn_id}, drawing))
+        plan = []
+        for part, (fragment, viewer, draw) in parts:
+            key = _key(campaign, fragment, viewer)
+            makes.setdefault(key, _counted(fragment, draw))
+            plan.append((part, key, viewer))
+        plans.append((rights, plan))
+    kept = _kept_all(makes)
     sent = []
-    for rights, wanted in viewers:
+    for rights, plan in plans:
         messages = []
-        if "board" in changed and "board" in wanted:
-            messages.append(
-                {
-                    "type": "fragment",
-                    "part": "board",
-                    "html": board(campaign=campaign, rights=rights, once=once),
-                }
-            )
-        for turn_id in turns if "turn" in wanted else []:
-            html = turn(campaign=campaign, rights=rights, turn_id=turn_id, once=once)
-            if html is not None:
-                messages.append({"type": "fragment", "part": "turn", "turn": turn_id, "html": html})
+        for part, key, viewer in plan:
+            html = _board_for(kept[key], viewer, rights) if part["part"] == "board" else kept[key]
+            if html:  # an empty turn: not one this viewer may see
+                messages.append({"type": "fragment", **part, "html": html})
         sent.append(messages)
     return campaign.drawn_seq, sent
 
