@@ -26,8 +26,9 @@ TURN_SEQ = re.compile(r'<li class="turn[^>]*? data-turn="(\d+)"[^>]*? data-seq="
 
 
 def recording(page: Page) -> dict[str, Any]:
-    """The page's board and turn fetches, the boards and turns its socket brought, and each
-    turn drawing that reached it: (turn, data-seq)."""
+    """The page's board and turn fetches, the boards and turns its socket brought, each turn
+    drawing that reached it, (turn, data-seq), and of each sent, whether it shows the turn
+    waiting for approval."""
     seen: dict[str, Any] = {"fetched": Counter(), "sent": Counter(), "turns": [], "held": []}
 
     def answered(response: Response) -> None:
