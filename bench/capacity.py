@@ -186,7 +186,7 @@ class Page:
     """One open campaign page: for each event, the fetches static/js/table/*.js makes. Copied
     from (keep in step with) the JavaScript:
 
-    - socket.js asks for the board (`?fragments=board,turn`): after `state_changed`,
+    - socket.js asks for the board (`?fragments=board,turn,roll,change`): after `state_changed`,
       `invocation_reverted`, `interaction_reverted` or `member_added` the server sends it as a
       `fragment` message (board.js swaps it in; its time is the event's arrival -> the board's
       that reflects it); a `fragment` with `html` null -> GET board/ (board.js's refreshBoard:
@@ -197,13 +197,16 @@ class Page:
       turnSent; timed as the board is; `html` null -> GET feed/?turn=), unless the page's
       drawing of it shows the event already; a drawing only replaces one as new or older
       (its `data-seq`, feed.js's `newest`).
+    - ... and for the entries outside any turn: a player's roll, and a change by someone's own
+      hand (made, and undone) are sent (feed.js's entrySent fills the place held for it, or
+      keeps it until the event holds one; `html` null -> GET feed/?roll= or ?change=).
     - feed.js: `gm_text_delta` -> ?turn= unless the turn is drawn with its streaming slot,
       or a fetch of it is on its way, or the server is to send it; `dice_rolled` -> ?turn= for
-      a GM's roll, else ?roll= once (the roller's page drew it when the API answered: dice.js);
-      `state_changed` from a person (`source` user) -> ?turn= for a known turn, else
-      ?change=<invocation> once, or ?added=<creature> once for a creature made by set-up;
+      a GM's roll, else its place held once (the roller's page holds it when the API answered:
+      dice.js); `state_changed` from a person (`source` user) -> ?turn= for a known turn, else
+      the change's place held once, or ?added=<creature> once for a creature made by set-up;
       `invocation_reverted` -> ?turn= for a known
-      turn, else ?change= again if drawn; `interaction_reverted` -> ?turn= of every later drawn
+      turn; `interaction_reverted` -> ?turn= of every later drawn
       turn with calls when it undid more than one call. A turn is known when
       drawn or asked for. One ?turn= per turn is on its way at a time (refreshTurn): an event
       that asks meanwhile gets one more after it, unless the drawing that arrives reflects that
@@ -242,6 +245,7 @@ class Page:
         self.messages: set[int] = set()
         self.rolls: set[int] = set()
         self.changes: set[str] = set()
+        self.early: dict[str, str] = {}  # feed.js's `arrived`: entries sent before their event
         self.asked: set[int] = set()  # refreshTurn's `asked`
         self.on_their_way: set[int] = set()  # refreshTurn's `fetching`
         self.again: dict[int, float] = {}  # refreshTurn's `again`: the newest event to reflect
@@ -302,13 +306,28 @@ class Page:
             self.refresh_turn(turn, seq)
         elif roll not in self.rolls:
             self.rolls.add(roll)  # the hidden slot holds its place at once
-            self.spawn(self._fetch_entry("feed ?roll=", f"feed/?roll={roll}", self.rolls, roll))
+            self.early.pop(f"roll:{roll}", None)  # ... and takes the drawing sent already
 
-    def draw_change(self, key: str, query: str, again: bool = False) -> None:
-        if key in self.changes and not again:
+    def draw_change(self, key: str, query: str, fetch_it: bool = False) -> None:
+        if key in self.changes:
             return
         self.changes.add(key)
-        self.spawn(self._fetch_entry("feed ?change=", f"feed/?{query}", self.changes, key))
+        if self.early.pop(f"change:{key}", None) is None and fetch_it:
+            self.spawn(self._fetch_entry("feed ?change=", f"feed/?{query}", self.changes, key))
+
+    def entry_sent(self, kind: str, key: Any, html: str | None) -> None:
+        """feed.js's entrySent: a roll or a change the server sent."""
+        drawn = self.rolls if kind == "roll" else self.changes
+        if html is None:
+            if key in drawn:
+                query = f"feed/?{kind}={key}"
+                self.spawn(self._fetch_entry(f"feed ?{kind}=", query, drawn, key))
+        elif key not in drawn:
+            self.early[f"{kind}:{key}"] = html
+            if len(self.early) > 50:
+                del self.early[next(iter(self.early))]
+        elif html:
+            self.draw(html)
 
     async def _fetch_entry(self, kind: str, query: str, drawn: set, key: Any) -> None:
         if await self.fetch(kind, query) is None:
@@ -493,15 +512,12 @@ class Page:
             elif turn is None and (  # a creature made by set-up: its row whole
                 data.get("entity") == "creature" and not data.get("facet") and data.get("fields")
             ):
-                self.draw_change(f"added-{data['id']}", f"added={data['id']}")
+                self.draw_change(f"added-{data['id']}", f"added={data['id']}", fetch_it=True)
         elif kind in ("approval_requested", "approval_resolved"):
             self.to_be_sent(turn, seq)
         elif kind == "invocation_reverted":
-            invocation = event.get("invocation")
             if self.known(turn):
                 self.refresh_turn(turn, seq)
-            elif turn is None and invocation and invocation in self.changes:
-                self.draw_change(invocation, f"change={invocation}", again=True)
         elif kind == "interaction_reverted":
             if turn in self.turns:
                 self.turns[turn].undone = True
@@ -655,6 +671,9 @@ async def _people(conn: Connection, tables: list[dict[str, Any]]) -> None:
                     self.person.page.board_sent(envelope["html"])
                 elif envelope.get("part") == "turn":
                     self.person.page.turn_sent(envelope["turn"], envelope["html"])
+                elif envelope.get("part") in ("roll", "change"):
+                    part = envelope["part"]
+                    self.person.page.entry_sent(part, envelope[part], envelope["html"])
                 return
             if envelope["type"] == "hello":
                 if not self.factory.hello.done():
@@ -681,7 +700,7 @@ async def _people(conn: Connection, tables: list[dict[str, Any]]) -> None:
             person.page.seq = int(SEQ.search(html)[1]) if SEQ.search(html) else 0
             person.page.draw(html)
             factory = WebSocketClientFactory(
-                f"ws://127.0.0.1:{seat['port']}/ws/campaigns/{table['id']}/?fragments=board,turn",
+                f"ws://127.0.0.1:{seat['port']}/ws/campaigns/{table['id']}/?fragments=board,turn,roll,change",
                 origin=f"http://127.0.0.1:{seat['port']}",
                 headers={"Cookie": seat["cookie"]},
             )
@@ -788,7 +807,7 @@ async def _people(conn: Connection, tables: list[dict[str, Any]]) -> None:
             body = {"formula": formula, "mode": rng.choice(["normal", "advantage"])}
             status, body = await api(player, "POST rolls/", "rolls/", body)
             if status == 201:
-                player.page.draw_roll(body["id"], None)  # dice.js draws it when answered
+                player.page.draw_roll(body["id"], None)  # dice.js holds its place when answered
                 await felt(table["id"], player, ("dice_rolled", body["id"]), sent)
         elif action == "move":
             player = rng.choice(players)

@@ -8,9 +8,10 @@ and forwards every envelope that `campaigns.realtime` publishes, as that viewer 
 Clients never write through it: changes go through the REST API, whose services are where
 permissions, audit and undo live.
 
-A page that opens it as `?fragments=board,turn` is also sent the board and the turns, drawn for
-its viewer, after the events that changed them (`web.feeds`), instead of fetching them: with the
-rights read here, at the handshake, as its sight is.
+A page that opens it as `?fragments=board,turn,roll,change` is also sent the board, the turns
+and the entries outside any turn, drawn for its viewer, after the events that changed them
+(`web.feeds`), instead of fetching them: with the rights read here, at the handshake, as its
+sight is.
 """
 
 import json
@@ -29,11 +30,13 @@ from campaigns.services import feed_join
 from campaigns.visibility import Sight
 from core.errors import NotFound
 from web.feeds import CampaignFeed, campaign_feed
+from web.pages.fragments import ENTRIES
 
 logger = logging.getLogger(__name__)
 
-# The fragments a page may ask to be sent (`?fragments=board,turn`): web/pages/fragments.py.
-SENT_FRAGMENTS = frozenset({"board", "turn"})
+# The fragments a page may ask to be sent (`?fragments=board,turn,roll,change`): the board, the
+# turns, and the entries outside any turn (web/pages/fragments.py, `ENTRIES`).
+SENT_FRAGMENTS = frozenset({"board", "turn"}) | ENTRIES
 
 # Application close codes (4000-4999 are free for applications), after the HTTP statuses.
 REFUSED = 4403

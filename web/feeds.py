@@ -35,7 +35,7 @@ from django.db import connections
 from audit.selectors import Rights
 from campaigns.realtime import EVENTS_MESSAGE, LAYER_UNAVAILABLE, group_name
 from campaigns.visibility import Sight
-from web.pages.fragments import fragments_changed, pushed_fragments, undrawn
+from web.pages.fragments import fragments_changed, part_of, pushed_fragments, undrawn
 
 logger = logging.getLogger(__name__)
 
@@ -159,13 +159,7 @@ class CampaignFeed:
         wanted = {part for listener in self.listeners for part in listener.fragments}
         if wanted:
             changed = fragments_changed([json.loads(text) for text in texts])
-            self._push(
-                {
-                    c: s
-                    for c, s in changed.items()
-                    if ("board" if c == "board" else "turn") in wanted
-                }
-            )
+            self._push({c: s for c, s in changed.items() if part_of(c) in wanted})
 
     def _push(self, changed: dict[Any, int]) -> None:
         """Draw what the batch changed for the pages that asked for it: now, or once the

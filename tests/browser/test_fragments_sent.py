@@ -13,8 +13,10 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, Response, expect
 
-from campaigns.models import Campaign
-from tests.browser.support import chromium, open_table, signed_in_page
+from audit.services.hand import token_move
+from audit.services.revert import invocation_revert
+from campaigns.models import Campaign, DiceRoll
+from tests.browser.support import chromium, open_table, outside_the_browser_loop, signed_in_page
 from tests.browser.test_gm_turn_live import ATTACK, send
 from tests.conftest import World
 from tests.realtime.conftest import shared_layer
@@ -36,6 +38,10 @@ def recording(page: Page) -> dict[str, Any]:
             return
         if response.url.endswith("/board/"):
             seen["fetched"]["board"] += 1
+        elif "/feed/?roll=" in response.url:
+            seen["fetched"]["roll"] += 1
+        elif "/feed/?change=" in response.url:
+            seen["fetched"]["change"] += 1
         elif "/feed/?turn=" in response.url:
             seen["fetched"]["turn"] += 1
             seen["turns"].append(TURN_SEQ.match(response.text()).groups())
@@ -126,3 +132,46 @@ def test_a_held_call_and_its_answer_cost_the_page_no_turn_request(
         held = record["held"]
         assert True in held, f"no drawing of the held turn was sent: {held}"
         assert False in held[held.index(True) :], f"no drawing after the answer was sent: {held}"
+
+
+def test_a_roll_and_a_drag_cost_the_pages_no_request(live_world: World, asgi_server: str):
+    """A player's roll, a token dragged and its undo: every page draws each entry the socket
+    brought (the roller's too), and fetches none."""
+    world = live_world
+    with chromium() as browser:
+        pages = [
+            signed_in_page(browser, asgi_server, user.username)
+            for user in (world.player, world.owner, world.other)
+        ]
+        records = [recording(page) for page in pages]
+        for page in pages:
+            open_table(page, world.campaign.pk)
+        pages[0].get_by_label("Dice", exact=True).fill("2d6+3")
+        pages[0].get_by_role("button", name="Roll").click()
+        expect(pages[0].locator("#feed .roll-entry")).to_have_count(1)
+        roll = outside_the_browser_loop(DiceRoll.objects.get)
+        for page in pages:
+            expect(page.locator(f'#feed [data-roll="{roll.pk}"] .total')).to_have_text(
+                str(roll.total)
+            )
+        dragged = outside_the_browser_loop(
+            lambda: token_move(
+                campaign=world.campaign, creature=world.hero, by=world.player, x=2, y=2
+            )
+        )
+        entry = f'#feed > [data-change="{dragged.pk}"]'
+        for page in pages:
+            expect(page.locator(entry)).to_contain_text("Thorin moves from 1,1 to 2,2")
+        outside_the_browser_loop(
+            lambda: invocation_revert(
+                campaign_id=world.campaign.pk, invocation_id=dragged.pk, user=world.player
+            )
+        )
+        for page in pages:
+            expect(page.locator(entry)).to_contain_text("undone")
+            expect(page.locator(entry)).to_have_count(1)
+            page.wait_for_load_state("networkidle")
+
+    for record in records:
+        assert record["fetched"]["roll"] == 0 and record["fetched"]["change"] == 0
+        assert record["sent"]["roll"] == 1 and record["sent"]["change"] == 2

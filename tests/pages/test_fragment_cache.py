@@ -228,16 +228,11 @@ def test_a_new_event_is_drawn_anew(world: World):
     assert "Thorin at 6,2" in html and "Thorin at 1,1" not in html
 
 
-@pytest.mark.usefixtures("spectator")
-def test_entries_outside_turns_are_drawn_once_for_each_sight(world: World):
-    """A token dragged and a creature added are drawn once for the GM's sight and once for a
-    player's; a player's roll once for everyone: each as drawing it alone would."""
-    from audit.services.hand import token_move
+def a_players_roll(world: World) -> Any:
+    """The player rolls a d20 from the page: a roll outside any turn."""
     from campaigns.services import dice_roll_record
 
-    fog_over_the_goblin(world)
-    dragged = token_move(campaign=world.campaign, creature=world.hero, by=world.player, x=2, y=2)
-    roll = dice_roll_record(
+    return dice_roll_record(
         campaign=world.campaign,
         author=world.player,
         formula="d20",
@@ -247,6 +242,17 @@ def test_entries_outside_turns_are_drawn_once_for_each_sight(world: World):
         modifier=0,
         total=12,
     )
+
+
+@pytest.mark.usefixtures("spectator")
+def test_entries_outside_turns_are_drawn_once_for_each_sight(world: World):
+    """A token dragged and a creature added are drawn once for the GM's sight and once for a
+    player's; a player's roll once for everyone: each as drawing it alone would."""
+    from audit.services.hand import token_move
+
+    fog_over_the_goblin(world)
+    dragged = token_move(campaign=world.campaign, creature=world.hero, by=world.player, x=2, y=2)
+    roll = a_players_roll(world)
     fragments.renders.clear()
     queries = [f"?change={dragged.pk}", f"?added={world.orc.pk}", f"?roll={roll.pk}"]
     sent = {

@@ -16,8 +16,11 @@ from channels.db import database_sync_to_async
 from django.db import connection, connections
 
 from audit.models import InvocationOrigin, ToolInvocation
+from audit.selectors import viewer_rights
 from audit.services import invocation_dispatch, turn_undo
 from audit.services.approval import invocation_approve
+from audit.services.hand import token_move
+from audit.services.revert import invocation_revert
 from campaigns.models import Campaign, Turn
 from campaigns.services import membership_add
 from tests.conftest import (
@@ -28,10 +31,10 @@ from tests.conftest import (
     make_user,
     postgres_only,
 )
-from tests.pages.test_fragment_cache import board_alone, turn_alone
+from tests.pages.test_fragment_cache import a_players_roll, alone, board_alone, turn_alone
 from tests.realtime.conftest import TIMEOUT, browser, receive_until
 from web import feeds
-from web.pages import fragments
+from web.pages import fragments, presenters
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
@@ -293,3 +296,69 @@ async def test_a_resumed_attempt_draws_its_turn_again_the_first_does_not():
     assert fragments.fragments_changed(started) == {}
     resumed = {"type": "gm_turn_started", "turn": 4, "seq": 12, "data": {"attempt": 2}}
     assert fragments.fragments_changed([*started, resumed]) == {4: 12}
+
+
+ENTRIES = "?fragments=roll,change"
+
+
+async def entry_sent(socket: Any, kind: str, key: Any) -> str | None:
+    """The messages up to the `kind` entry `key` the socket is sent: its HTML."""
+    while True:
+        message = (await receive_until(socket, "fragment"))[-1]
+        if message["part"] == kind and message[kind] == key:
+            return message["html"]
+
+
+def entries_alone(world: World, user: Any, roll: Any, dragged: Any) -> tuple[str, str]:
+    """The roll and the change as the feed's views drew them for `user` alone."""
+    campaign = Campaign.objects.get(pk=world.campaign.pk)
+    rights = viewer_rights(campaign=campaign, user=user)
+    change = presenters.changes_outside_turns(
+        campaign=campaign, rights=rights, invocation_id=dragged.pk
+    )[0]
+    entry = presenters.roll_entry(campaign=campaign, roll_id=roll.pk)
+    return (
+        alone(world, user, "campaigns/_roll_entry.html", {"roll": entry}),
+        alone(world, user, "campaigns/_change_entry.html", {"change": change}),
+    )
+
+
+async def test_a_roll_and_a_change_outside_turns_are_sent_as_each_viewer_sees_them(world: World):
+    """A player's roll is drawn once for everyone; a token the owner drags in the fog once for
+    the GM's sight (the goblin named) and once for a player's (something happens there), and
+    again once each when it is undone; a socket that did not ask is sent events only."""
+    await database_sync_to_async(fog_over_the_goblin)(world)
+    viewers = {"owner": world.owner, "cogm": world.cogm, "player": world.player}
+    pages = {name: await browser(world.campaign.pk, u, ENTRIES) for name, u in viewers.items()}
+    api = await browser(world.campaign.pk, world.other)
+    fragments.renders.clear()
+    roll = await database_sync_to_async(a_players_roll)(world)
+    dragged = await database_sync_to_async(token_move)(
+        campaign=world.campaign, creature=world.goblin, by=world.owner, x=6, y=6
+    )
+    sent = {}
+    for name, user in viewers.items():
+        sent[name] = (
+            await entry_sent(pages[name], "roll", roll.pk),
+            await entry_sent(pages[name], "change", str(dragged.pk)),
+        )
+        assert sent[name] == await database_sync_to_async(entries_alone)(
+            world, user, roll, dragged
+        ), name
+    assert dict(fragments.renders) == {"roll": 1, "change": 2}
+    assert "Goblin" in sent["owner"][1] and "Goblin" not in sent["player"][1]
+
+    await database_sync_to_async(invocation_revert)(
+        campaign_id=world.campaign.pk, invocation_id=dragged.pk, user=world.owner
+    )
+    for name, user in viewers.items():
+        undone = await entry_sent(pages[name], "change", str(dragged.pk))
+        _, alone_now = await database_sync_to_async(entries_alone)(world, user, roll, dragged)
+        assert undone == alone_now and "undone" in undone, name
+    assert dict(fragments.renders) == {"roll": 1, "change": 4}
+    for socket in pages.values():
+        assert await socket.receive_nothing(timeout=0.3)
+        await socket.disconnect()
+    received = [e["type"] for e in await receive_until(api, "invocation_reverted")]
+    assert "fragment" not in received and "dice_rolled" in received
+    await api.disconnect()

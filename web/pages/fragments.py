@@ -24,12 +24,13 @@ turn and a creature added ask only the viewer's sight, or nothing (`for_sight`).
 the whole feed (`/feed/`, after a gap in the events) and the approval card (whose buttons are
 per person and per call) are drawn per request.
 
-The board and a turn are not even asked for after the events that change them for everyone
-(`BOARD_EVENTS`, `TURN_EVENTS`): each server process's feed of the campaign draws them for
-every page it holds that asked for them when its socket connected (`pushed_fragments`, from
-`web.feeds`) and sends them down the socket: one drawing per class as above, each page's own
-pieces, no request per page. `/board/` and `/feed/?turn=` stay for the page's first sight, a
-resync after a gap, and the events a page alone knows it must draw again.
+The board, a turn, a player's roll and a change outside any turn are not even asked for after
+the events that change them for everyone (`BOARD_EVENTS`, `TURN_EVENTS`, `_entry`): each
+server process's feed of the campaign draws them for every page it holds that asked for them
+when its socket connected (`pushed_fragments`, from `web.feeds`) and sends them down the
+socket: one drawing per class as above, each page's own pieces, no request per page. `/board/`
+and `/feed/?turn=` (`?roll=`, `?change=`) stay for the page's first sight, a resync after a
+gap, a drawing that failed, and the events a page alone knows it must draw again.
 
 Django serves each request in a thread of its own, and the five pages of a table ask for a
 fragment at the same moment: the first request of a process to miss draws it while the others
@@ -51,6 +52,7 @@ from django.template.loader import render_to_string
 from audit.selectors import Rights
 from campaigns.models import Campaign, Turn
 from campaigns.selectors import campaign_event_seq, campaign_state
+from core.errors import NotFound
 from web.pages import board as boards
 from web.pages import presenters
 
@@ -339,12 +341,55 @@ def _turn_drawing(campaign: Campaign, rights: Rights, read: presenters.TurnRead)
     return f"turn:{turn_id}", turn_class(rights=rights, **facts), draw
 
 
+# ---- an entry of the feed outside any turn --------------------------------------------------
+
+
+def roll(*, campaign: Campaign, roll_id: int) -> str:
+    """A roll of the feed, drawn once for everyone: inside its turn for the GM's, an entry of
+    its own for a player's; "" when the campaign has no such roll."""
+    fragment, viewer, draw = _roll_drawing(campaign, roll_id)
+    return drawn(campaign=campaign, fragment=fragment, viewer=viewer, draw=draw)
+
+
+def _roll_drawing(campaign: Campaign, roll_id: int) -> Drawing:
+    def draw() -> str:
+        try:
+            entry = presenters.roll_entry(campaign=campaign, roll_id=roll_id)
+        except NotFound:
+            return ""
+        template = "campaigns/_roll.html" if entry.turn_id else "campaigns/_roll_entry.html"
+        return render_to_string(template, {"roll": entry})
+
+    return f"roll:{roll_id}", "everyone", draw
+
+
+def change(*, campaign: Campaign, rights: Rights, invocation_id: str) -> str:
+    """A change made outside any turn (a token dragged), one entry of the feed, in the words
+    the viewer's sight may read; "" when there is no such change."""
+    fragment, viewer, draw = _change_drawing(campaign, rights, invocation_id)
+    return drawn(campaign=campaign, fragment=fragment, viewer=viewer, draw=draw)
+
+
+def _change_drawing(campaign: Campaign, rights: Rights, invocation_id: str) -> Drawing:
+    def draw() -> str:
+        found = presenters.changes_outside_turns(
+            campaign=campaign, rights=rights, invocation_id=invocation_id
+        )
+        return (
+            render_to_string("campaigns/_change_entry.html", {"change": found[0]}) if found else ""
+        )
+
+    return f"change:{invocation_id}", rights.sight.value, draw
+
+
 # ---- sent down the sockets ------------------------------------------------------------------
 
 # The events after which their turn is drawn again for every page: a message in it (the first
 # one makes the turn), its end, its undo, a call of it held (the turn says what it waits for,
 # on whom) or answered (who let it run or refused it, and why). (Each page asks for a turn again
 # on other events too, depending on what it shows: static/js/table/feed.js, waiting.js.)
+ENTRIES = frozenset({"roll", "change"})  # the entries outside any turn sent down the socket
+
 TURN_EVENTS = frozenset(
     {
         "message_created",
@@ -356,16 +401,45 @@ TURN_EVENTS = frozenset(
 )
 
 
-def fragments_changed(events: list[dict[str, Any]]) -> dict[Any, int]:
-    """What a batch of events changed of the fragments sent down the sockets: "board", and
-    the ids of the turns to draw again, each with the number of the last event that did."""
-    changed: dict[Any, int] = {}
+# A part of the page sent down the socket, as `fragments_changed` names it: "board", a turn's
+# id, or ("roll", its id) and ("change", its invocation's id) for an entry outside any turn.
+Part = str | int | tuple[str, Any]
+
+
+def part_of(key: Part) -> str:
+    """Which of the fragments a page may ask to be sent (`?fragments=`) the part is."""
+    if key == "board":
+        return "board"
+    return key[0] if isinstance(key, tuple) else "turn"
+
+
+def fragments_changed(events: list[dict[str, Any]]) -> dict[Part, int]:
+    """What a batch of events changed of the fragments sent down the sockets: "board", the ids
+    of the turns to draw again, a player's roll and a change outside any turn (made, or undone
+    alone), each with the number of the last event that did."""
+    changed: dict[Part, int] = {}
     for e in events:
         if e["type"] in BOARD_EVENTS:
             changed["board"] = e["seq"]
         if e.get("turn") is not None and (e["type"] in TURN_EVENTS or _resumed(e)):
             changed[int(e["turn"])] = e["seq"]
+        elif e.get("turn") is None and (entry := _entry(e)) is not None:
+            changed[entry] = e["seq"]
     return changed
+
+
+def _entry(event: dict[str, Any]) -> tuple[str, Any] | None:
+    """The entry outside any turn an event draws (static/js/table/feed.js): a player's roll, a
+    token dragged by hand, the undo of such a change."""
+    if event["type"] == "dice_rolled" and (event.get("data") or {}).get("id") is not None:
+        return "roll", int(event["data"]["id"])
+    if not event.get("invocation"):
+        return None
+    if event["type"] == "state_changed" and event.get("source") == "user":
+        return "change", event["invocation"]
+    if event["type"] == "invocation_reverted":
+        return "change", event["invocation"]
+    return None
 
 
 def _resumed(event: dict[str, Any]) -> bool:
@@ -384,7 +458,8 @@ def pushed_fragments(
     drawing, looked up in one go (or drawn: `_kept_all`), so that a viewer more costs no query
     and no cache lookup. A turn they may not see is not sent."""
     campaign = Campaign.objects.get(pk=campaign_id)
-    turns = sorted(t for t in changed if t != "board")
+    turns = sorted(t for t in changed if part_of(t) == "turn")
+    entries = sorted((k for k in changed if isinstance(k, tuple)), key=str)
     if not any("turn" in wanted for _, wanted in viewers):
         turns = []
     reads = {t: presenters.turn_read(campaign=campaign, turn_id=t) for t in turns}
@@ -398,6 +473,14 @@ def pushed_fragments(
             if (read := reads[turn_id]) is not None:
                 drawing = _turn_drawing(campaign, rights, read)
                 parts.append(({"part": "turn", "turn": turn_id}, drawing))
+        for kind, key in entries:
+            if kind in wanted:
+                drawing = (
+                    _roll_drawing(campaign, key)
+                    if kind == "roll"
+                    else _change_drawing(campaign, rights, key)
+                )
+                parts.append(({"part": kind, kind: key}, drawing))
         plan = []
         for part, (fragment, viewer, draw) in parts:
             key = _key(campaign, fragment, viewer)
@@ -410,7 +493,9 @@ def pushed_fragments(
         messages = []
         for part, key, viewer in plan:
             html = _board_for(kept[key], viewer, rights) if part["part"] == "board" else kept[key]
-            if html:  # an empty turn: not one this viewer may see
+            # An empty turn is not one this viewer may see; an empty entry is not one to tell
+            # (the page takes back the place it held for it).
+            if html or part["part"] in ENTRIES:
                 messages.append({"type": "fragment", **part, "html": html})
         sent.append(messages)
     return campaign.drawn_seq, sent
@@ -422,6 +507,9 @@ def undrawn(changed: Any, wanted: frozenset[str]) -> list[dict[str, Any]]:
     messages: list[dict[str, Any]] = []
     if "board" in changed and "board" in wanted:
         messages.append({"type": "fragment", "part": "board", "html": None})
-    for turn_id in sorted(t for t in changed if t != "board") if "turn" in wanted else []:
+    for turn_id in sorted(t for t in changed if part_of(t) == "turn") if "turn" in wanted else []:
         messages.append({"type": "fragment", "part": "turn", "turn": turn_id, "html": None})
+    for kind, key in sorted((k for k in changed if isinstance(k, tuple)), key=str):
+        if kind in wanted:
+            messages.append({"type": "fragment", "part": kind, kind: key, "html": None})
     return messages

@@ -245,25 +245,10 @@ def _change_fragment(
         uuid.UUID(invocation_id)
     except ValueError:
         raise Http404("No such change.") from None
-
-    def draw() -> str:
-        found = presenters.changes_outside_turns(
-            campaign=campaign, rights=rights, invocation_id=invocation_id
-        )
-        return (
-            render_to_string("campaigns/_change_entry.html", {"change": found[0]}) if found else ""
-        )
-
-    drawn = fragments.for_sight(
-        campaign=campaign, rights=rights, fragment=f"change:{invocation_id}", draw=draw
-    )
+    drawn = fragments.change(campaign=campaign, rights=rights, invocation_id=invocation_id)
     if not drawn:
         raise Http404("No such change.")
     return HttpResponse(drawn)
-
-
-def _change_html(found: list[Any]) -> str:
-    return render_to_string("campaigns/_change_entry.html", {"change": found[0]}) if found else ""
 
 
 def _added_fragment(
@@ -294,15 +279,10 @@ def _roll_fragment(request: HttpRequest, campaign: Campaign, roll_id: str) -> Ht
     the feed of its own."""
     if not FEED_ID.fullmatch(roll_id):
         raise Http404("No such roll.")
-
-    def draw() -> str:
-        roll = presenters.roll_entry(campaign=campaign, roll_id=int(roll_id))
-        template = "campaigns/_roll.html" if roll.turn_id else "campaigns/_roll_entry.html"
-        return render_to_string(template, {"roll": roll})
-
-    return HttpResponse(
-        fragments.for_sight(campaign=campaign, rights=None, fragment=f"roll:{roll_id}", draw=draw)
-    )
+    drawn = fragments.roll(campaign=campaign, roll_id=int(roll_id))
+    if not drawn:
+        raise Http404("No such roll.")
+    return HttpResponse(drawn)
 
 
 @login_required

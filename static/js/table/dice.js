@@ -1,10 +1,11 @@
 // Dice from the campaign page (docs/api.md#dice): a roll goes through the REST API, like everything that
 // changes the table, and is drawn in the feed by the server's own fragment (feed.js, on its
-// `dice_rolled` event); the roller also draws it as soon as the API answers, in case their
-// socket is down.
+// `dice_rolled` event, and sent down the socket); the roller holds its place as soon as the API
+// answers, and fetches it when their socket is down.
 
 import { $, API, UNREACHABLE, problem, request, show } from "./http.js";
 import { drawRoll } from "./feed.js";
+import { offline } from "./socket.js";
 
 const form = $("#dice");
 const error = $(".dice-error", form);
@@ -21,7 +22,7 @@ form.addEventListener("submit", async (event) => {
       formula,
       mode: form.elements.mode.value,
     });
-    if (response.ok) await drawRoll((await response.json()).id, null);
+    if (response.ok) drawRoll((await response.json()).id, null, null, { fetchIt: offline() });
     else show(error, true, await problem(response));
   } catch {
     show(error, true, UNREACHABLE);

@@ -1,8 +1,9 @@
 // The feed is drawn by the server: whole (`/feed/`), one turn (`/feed/?turn=`) or one roll
 // (`/feed/?roll=`), so it reads the same live and after a reload. This module only decides
 // which fragment to fetch when an event arrives, and where it goes. A turn's new message, its
-// end and its undo need no fetch: the server sends the turn down the socket (`turnSent`). The one thing it writes
-// itself is the GM's narration as it streams, into the hidden message the server drew for it.
+// end and its undo need no fetch: the server sends the turn down the socket (`turnSent`), as it
+// sends a player's roll and a change made outside any turn (`entrySent`). The one thing it
+// writes itself is the GM's narration as it streams, into the hidden message the server drew.
 
 import { on } from "./bus.js";
 import { $, $$, PAGE, fetchHTML, fragment } from "./http.js";
@@ -122,22 +123,69 @@ function holdPlace(kind, key) {
   return slot;
 }
 
+// Entries outside any turn the server sent before the event that asks for them was applied (an
+// event can wait behind a gap a moment; the fragment does not): key -> html, taken when it is.
+const arrived = new Map();
+const ARRIVED_KEPT = 50; // those no event of this page asks for (an undo of an entry not shown)
+
+const entryNode = (kind, key) => $(`:scope > [data-${kind}="${key}"]`, feed());
+
+// An entry the server sent down the socket (web/pages/fragments.py, `ENTRIES`): it fills the
+// place held for it; "" is one not to tell (its place is taken back), null one the server
+// could not draw (fetched).
+export function entrySent(kind, key, html) {
+  const node = entryNode(kind, key);
+  if (html === null) {
+    if (node) fetchEntry(kind, key, kind === "roll" ? `roll=${key}` : `change=${key}`);
+    return;
+  }
+  if (!node) {
+    arrived.set(`${kind}:${key}`, html);
+    if (arrived.size > ARRIVED_KEPT) arrived.delete(arrived.keys().next().value);
+    return;
+  }
+  fill(node, html);
+}
+
+function fill(node, html) {
+  const drawn = html ? fragment(html).firstElementChild : null;
+  if (drawn) keepingScroll(() => node.replaceWith(drawn));
+  else if (node.hidden) node.remove();
+}
+
+// The entry's place is held at once; its drawing comes down the socket (or arrived already),
+// or is fetched: `fetchIt` when the socket is not there to bring it.
+function drawEntry(kind, key, query, { fetchIt = false } = {}) {
+  const node = entryNode(kind, key) ?? holdPlace(kind, key);
+  const sent = arrived.get(`${kind}:${key}`);
+  if (sent !== undefined) {
+    arrived.delete(`${kind}:${key}`);
+    fill(node, sent);
+  } else if (fetchIt) fetchEntry(kind, key, query);
+}
+
+async function fetchEntry(kind, key, query) {
+  try {
+    const drawn = await fetchHTML(`${PAGE}/feed/?${query}`);
+    keepingScroll(() => entryNode(kind, key)?.replaceWith(drawn));
+  } catch {
+    const slot = entryNode(kind, key);
+    if (slot?.hidden) slot.remove(); // not one to tell (or the next reload of the feed brings it)
+  }
+}
+
 // A player's roll is an entry of its own: a hidden slot takes its place in the feed at once and
-// is filled when the fragment arrives, so rolls stay in the order they were announced. A GM's
-// roll is part of its turn, which is drawn again.
-export async function drawRoll(rollId, turnId, seq) {
+// is filled when the server sends it, so rolls stay in the order they were announced; the
+// roller's page, whose socket is down, fetches it (dice.js). A GM's roll is part of its turn,
+// which is drawn again.
+export function drawRoll(rollId, turnId, seq, { fetchIt = false } = {}) {
   if (turnId !== null && turnId !== undefined) {
     refreshTurn(turnId, seq);
     return;
   }
-  if ($(`[data-roll="${rollId}"]`, feed())) return;
-  const slot = holdPlace("roll", rollId);
-  try {
-    const drawn = await fetchHTML(`${PAGE}/feed/?roll=${rollId}`);
-    keepingScroll(() => slot.replaceWith(drawn));
-  } catch {
-    slot.remove(); // the next reload of the feed brings it
-  }
+  const node = entryNode("roll", rollId);
+  if (node && !node.hidden) return;
+  drawEntry("roll", rollId, `roll=${rollId}`, { fetchIt });
 }
 
 // Which of the offers the server drew for each turn stand, given the turns around it: only the
@@ -214,20 +262,14 @@ on("gm_turn_completed", ({ turn, seq }) => toBeSent(turn, seq));
 on("dice_rolled", ({ turn, data, seq }) => drawRoll(data.id, turn, seq));
 
 // A token dragged on the map and a creature added through the set-up join no turn: each is
-// an entry of its own, drawn by the server (`/feed/?change=<invocation>`,
-// `/feed/?added=<creature>`), once however many of its events arrive; undone, drawn again.
-const changeNode = (key) => $(`:scope > [data-change="${key}"]`, feed());
+// an entry of its own, drawn by the server: a change is sent down the socket (made, and undone:
+// `entrySent`), a creature added fetched (`/feed/?added=<creature>`), once however many of its
+// events arrive.
+const changeNode = (key) => entryNode("change", key);
 
-export async function drawChange(key, query, { again = false } = {}) {
-  let slot = changeNode(key);
-  if (slot && !again) return;
-  if (!slot) slot = holdPlace("change", key);
-  try {
-    const drawn = await fetchHTML(`${PAGE}/feed/?${query}`);
-    keepingScroll(() => changeNode(key)?.replaceWith(drawn));
-  } catch {
-    if (slot.hidden) slot.remove(); // not one to tell (or the next reload of the feed brings it)
-  }
+export function drawChange(key, query, { fetchIt = false } = {}) {
+  if (changeNode(key)) return;
+  drawEntry("change", key, query, { fetchIt });
 }
 
 // A change by someone's own hand sits in a turn of its own, which the GM never completes: its
@@ -237,7 +279,7 @@ on("state_changed", ({ source, turn, invocation, data, seq }) => {
   if (known(turn)) refreshTurn(turn, seq);
   else if (turn === null && invocation) drawChange(invocation, `change=${invocation}`);
   else if (turn === null && data.entity === "creature" && !data.facet && data.fields) {
-    drawChange(`added-${data.id}`, `added=${data.id}`);
+    drawChange(`added-${data.id}`, `added=${data.id}`, { fetchIt: true });
   }
 });
 
@@ -246,11 +288,9 @@ on("state_changed", ({ source, turn, invocation, data, seq }) => {
 on("approval_requested", ({ turn, seq }) => toBeSent(turn, seq));
 on("approval_resolved", ({ turn, seq }) => toBeSent(turn, seq));
 
-on("invocation_reverted", ({ turn, invocation, seq }) => {
+on("invocation_reverted", ({ turn, seq }) => {
   if (known(turn)) refreshTurn(turn, seq);
-  else if (turn === null && invocation && changeNode(invocation)) {
-    drawChange(invocation, `change=${invocation}`, { again: true });
-  }
+  // outside any turn: the server sends the change again, undone (`entrySent`)
 });
 
 on("interaction_reverted", ({ turn, data, seq }) => {
