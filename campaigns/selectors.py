@@ -2,7 +2,7 @@
 
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 from django.db import connection, transaction
@@ -120,14 +120,27 @@ def campaign_event_seq(*, campaign_id: Any) -> int:
 
 @contextmanager
 def one_snapshot() -> Iterator[None]:
-    """Reads inside see the database at one moment. PostgreSQL's default READ COMMITTED gives
-    each statement its own moment, so a new transaction asks for REPEATABLE READ; SQLite's
-    transactions are one snapshot already. Nested in a caller's transaction, it reads in that."""
+    """Reads inside see the database at one moment, and hold no writer back. PostgreSQL's
+    default READ COMMITTED gives each statement its own moment, so a new transaction asks for
+    REPEATABLE READ. SQLite's transactions are one snapshot already (WAL: from the first read),
+    but ours begin IMMEDIATE (config/settings.py), taking the write lock a reader does not need:
+    every drawing of the feed would queue the table's writes behind it, and they it; a new one
+    begins DEFERRED. For reads only: a deferred transaction that then writes may be refused.
+    Nested in a caller's transaction, it reads in that."""
     outermost = not connection.in_atomic_block
-    with transaction.atomic():
-        if outermost and connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+    with ExitStack() as stack:
+        if outermost and connection.vendor == "sqlite":
+            connection.ensure_connection()  # connecting sets the mode from the settings
+            mode, connection.transaction_mode = connection.transaction_mode, "DEFERRED"
+            try:
+                stack.enter_context(transaction.atomic())
+            finally:
+                connection.transaction_mode = mode
+        else:
+            stack.enter_context(transaction.atomic())
+            if outermost and connection.vendor == "postgresql":
+                with connection.cursor() as cursor:
+                    cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         yield
 
 
