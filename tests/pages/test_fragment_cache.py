@@ -14,14 +14,22 @@ from django.template.loader import render_to_string
 from django.test import Client, RequestFactory
 from django.test.utils import CaptureQueriesContext
 
-from audit.models import InvocationOrigin
-from audit.selectors import viewer_rights
+from audit.models import InvocationOrigin, ToolInvocation
+from audit.selectors import held_call_affected_players, viewer_rights
 from audit.services import turn_undo
 from campaigns.models import Campaign, Membership, Turn
-from campaigns.services import creature_create, membership_add
+from campaigns.services import campaign_set_approval_timeout, creature_create, membership_add
 from gm.services import turn_cancel, turn_submit
-from tests.conftest import World, commit, fog_over_the_goblin, held_hit, make_user, signed_in
-from web.pages import fragments, presenters
+from tests.conftest import (
+    World,
+    call,
+    commit,
+    fog_over_the_goblin,
+    held_hit,
+    make_user,
+    signed_in,
+)
+from web.pages import approvals, fragments, presenters
 
 
 def members(world: World) -> dict[str, User]:
@@ -474,3 +482,72 @@ def test_the_board_is_drawn_without_formatting_each_number(world: World, monkeyp
             campaign=world.campaign, rights=viewer_rights(campaign=world.campaign, user=user)
         )
     assert formatted == []
+
+
+def approvals_alone(world: World, user: User) -> str:
+    """The approval card as the view drew it for `user` alone, before it was shared."""
+    campaign = Campaign.objects.get(pk=world.campaign.pk)
+    rights = viewer_rights(campaign=campaign, user=user)
+    held = list(
+        ToolInvocation.objects.filter(
+            campaign=campaign, status=ToolInvocation.Status.AWAITING_APPROVAL
+        ).order_by("sequence")
+    )
+    affected = {row.pk: held_call_affected_players(campaign=campaign, row=row) for row in held}
+    cards = approvals.approval_cards(campaign=campaign, rights=rights, held=held, affected=affected)
+    return alone(
+        world, user, "campaigns/_approval.html", {"approvals": cards, "campaign": campaign}
+    )
+
+
+def fetch_approvals(client: Client, world: World) -> str:
+    response = client.get(f"/campaigns/{world.campaign.pk}/approvals/")
+    assert response.status_code == 200, response.content
+    return response.content.decode()
+
+
+def two_held_calls(world: World) -> tuple[ToolInvocation, ToolInvocation]:
+    """In `other`'s turn, the GM's hit on the goblin and one on the player's hero, both held:
+    the second is the player's to object to."""
+    goblin = held_hit(world, world.other)
+    hero = call(
+        world,
+        "modify_creature",
+        {"creature_id": world.hero.pk, "hp_delta": -3},
+        actor=world.other,
+        turn=goblin.turn,
+    )
+    assert hero.status == ToolInvocation.Status.AWAITING_APPROVAL, hero.error
+    return goblin, hero
+
+
+@pytest.mark.usefixtures("spectator")
+def test_the_approval_card_is_drawn_once_for_each_set_of_buttons(world: World):
+    """Eight viewers fetch the card after its event: four drawings (the GM's sight with Approve
+    and Reject, the calls' own player with Withdraw, the hero's player with Object, everyone
+    else waiting), each what the view drew for them alone."""
+    two_held_calls(world)
+    extra = [make_user(f"watcher-{n}") for n in range(3)]
+    for user in extra:
+        membership_add(campaign=world.campaign, by=world.owner, username=user.username)
+    viewers = {**members(world), **{user.username: user for user in extra}}
+    fragments.renders.clear()
+    sent = {name: fetch_approvals(signed_in(user), world) for name, user in viewers.items()}
+    assert dict(fragments.renders) == {"approvals": 4}
+    for name, user in viewers.items():
+        assert sent[name] == approvals_alone(world, user), name
+    assert sent["owner"].count('value="approve"') == 2 and "Withdraw" in sent["other"]
+    assert "objection" in sent["player"] and "objection" not in sent["spectator"]
+
+
+def test_a_card_changed_without_an_event_is_drawn_anew(world: World):
+    """An approve that could not run refreshes the held call's preview, and the owner may change
+    the approval timeout: neither is an event, and the card shows both at once."""
+    goblin = held_hit(world, world.other)
+    owner = signed_in(world.owner)
+    fetch_approvals(owner, world)
+    preview = {**goblin.preview, "reason": "The goblin is already fleeing."}
+    ToolInvocation.objects.filter(pk=goblin.pk).update(preview=preview)
+    assert "The goblin is already fleeing." in fetch_approvals(owner, world)
+    campaign_set_approval_timeout(campaign=world.campaign, by=world.owner, seconds=7200, via="page")
+    assert fetch_approvals(owner, world) == approvals_alone(world, world.owner)

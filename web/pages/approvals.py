@@ -6,14 +6,23 @@ Approve/Reject for those the one rule lets answer (`Rights.approves`, `Rights.re
 `approval_requested` or `approval_resolved` event arrives; its buttons post to the REST API's
 approve/reject, with the session and the CSRF token, like the rest of the page. A player reads a
 held call that tells of a creature the fog hides only as something happening in the fog, without
-its diff (`campaigns.visibility`, as the `approval_requested` event tells it)."""
+its diff (`campaigns.visibility`, as the `approval_requested` event tells it).
 
+The card is drawn once per class of viewer at the campaign's event number, as the board and the
+turns are (web/pages/fragments.py): five pages fetching it after an approval event cost one
+drawing for each set of buttons, not five. A class is the viewer's sight and, for each held
+call, which of its buttons are theirs (approve, reject or withdraw, object), so everyone in it is
+drawn the same card; the key also names each held call's preview and the campaign's approval
+timeout, which change without an event (a stale preview refreshed by an approve that could not
+run; the owner's new timeout), so a changed card is never served from an older drawing."""
+
+import hashlib
 import json
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET
 
 from ai_tools.base import Names
@@ -23,6 +32,7 @@ from audit.services.dispatch import approval_deadline
 from campaigns.models import Campaign
 from campaigns.selectors import creature_names_in, world_labels
 from campaigns.visibility import HIDDEN_CHANGE, Fog, held_call_hidden
+from web.pages import fragments
 from web.pages.changes import described, held_maps, in_words, named_summary, reader_names
 from web.pages.presenters import names_seen, players_fog
 from web.pages.views import member_campaign
@@ -33,19 +43,64 @@ from web.pages.views import member_campaign
 def campaign_approvals(request: HttpRequest, campaign_id: Any) -> HttpResponse:
     campaign = member_campaign(request, campaign_id)
     rights = viewer_rights(campaign=campaign, user=request.user)
-    cards = approval_cards(campaign=campaign, rights=rights)
-    return render(request, "campaigns/_approval.html", {"approvals": cards, "campaign": campaign})
+    return HttpResponse(approvals_drawn(campaign=campaign, rights=rights))
 
 
-def approval_cards(*, campaign: Campaign, rights: Rights) -> list[dict[str, Any]]:
-    """The held calls, oldest first, as the card shows them to the person `rights` are of."""
-    held = (
+def approvals_drawn(*, campaign: Campaign, rights: Rights) -> str:
+    """The card as the person `rights` are of sees it: from the drawing for their class of
+    viewer at the campaign's event number, or drawn (and kept)."""
+    held = list(
         ToolInvocation.objects.filter(
             campaign=campaign, status=ToolInvocation.Status.AWAITING_APPROVAL
         )
         .select_related("user")
         .order_by("sequence")
     )
+    affected = {row.pk: held_call_affected_players(campaign=campaign, row=row) for row in held}
+
+    def draw() -> str:
+        cards = approval_cards(campaign=campaign, rights=rights, held=held, affected=affected)
+        context = {"approvals": cards, "campaign": campaign}
+        return render_to_string("campaigns/_approval.html", context)
+
+    return fragments.drawn(
+        campaign=campaign,
+        fragment=f"approvals:{_held_digest(campaign, held)}",
+        viewer=_viewer_class(rights, held, affected),
+        draw=draw,
+    )
+
+
+def _held_digest(campaign: Campaign, held: list[ToolInvocation]) -> str:
+    """What the card shows that may change without an event: each held call's preview, and
+    the approval timeout its expiry is counted from."""
+    shown = [[str(row.pk), row.preview] for row in held]
+    text = json.dumps([campaign.approval_timeout, shown], sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def _viewer_class(rights: Rights, held: list[ToolInvocation], affected: dict[Any, set[int]]) -> str:
+    """Everything the card draws differently for its viewer: their sight (the fog, the raw
+    details), and for each held call whether they may approve it, reject it, or object to it.
+    "Withdraw" for "Reject" follows: whoever may reject a call but not approve it is its turn's
+    own player (`Rights.rejects`)."""
+    marks = [
+        f"{rights.approves(row.user_id):d}{rights.rejects(row.user_id):d}"
+        f"{rights.objects(affected[row.pk]):d}"
+        for row in held
+    ]
+    return f"{rights.sight.value}:{'.'.join(marks)}"
+
+
+def approval_cards(
+    *,
+    campaign: Campaign,
+    rights: Rights,
+    held: list[ToolInvocation],
+    affected: dict[Any, set[int]],
+) -> list[dict[str, Any]]:
+    """The held calls `held` (oldest first; `affected`: the players each would change), as the
+    card shows them to the person `rights` are of."""
     if not held:
         return []
     fog = players_fog(campaign=campaign, rights=rights, rows=[{"input": r.input} for r in held])
@@ -56,7 +111,7 @@ def approval_cards(*, campaign: Campaign, rights: Rights) -> list[dict[str, Any]
     )
     cards = [_card(row, rights, names, fog, campaign) for row in held]
     for card, row in zip(cards, held, strict=True):
-        card["may_object"] = rights.objects(held_call_affected_players(campaign=campaign, row=row))
+        card["may_object"] = rights.objects(affected[row.pk])
     return cards
 
 
