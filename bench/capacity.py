@@ -93,7 +93,8 @@ GM_WORD_DELAY = 0.04  # GM_SCRIPTED_WORD_DELAY: seconds before each word the GM 
 # Fragment measures with no request: the socket's message, from the first event it reflects.
 SENT_BOARD = "board sent (event -> it)"
 SENT_TURN = "turn sent (event -> it)"
-SENT = (SENT_BOARD, SENT_TURN)
+SENT_APPROVALS = "approvals sent (event -> it)"
+SENT = (SENT_BOARD, SENT_TURN, SENT_APPROVALS)
 REORDER_WAIT = 0.5  # seconds a gap waits for its events (static/js/table/socket.js)
 EVENT_WAIT = 15.0  # seconds an action's event has to reach every page before it counts lost
 QUIET_TIMEOUT = 120  # seconds for the GM turns to end and the pages to catch up after a step
@@ -186,7 +187,8 @@ class Page:
     """One open campaign page: for each event, the fetches static/js/table/*.js makes. Copied
     from (keep in step with) the JavaScript:
 
-    - socket.js asks for the board (`?fragments=board,turn,roll,change`): after `state_changed`,
+    - socket.js asks for the board (`?fragments=board,turn,roll,change,approvals`): after
+      `state_changed`,
       `invocation_reverted`, `interaction_reverted` or `member_added` the server sends it as a
       `fragment` message (board.js swaps it in; its time is the event's arrival -> the board's
       that reflects it); a `fragment` with `html` null -> GET board/ (board.js's refreshBoard:
@@ -211,7 +213,9 @@ class Page:
       drawn or asked for. One ?turn= per turn is on its way at a time (refreshTurn): an event
       that asks meanwhile gets one more after it, unless the drawing that arrives reflects that
       event already (its `data-seq` >= the event's seq).
-    - approval.js: `approval_requested`, `approval_resolved` and `resynced` -> GET approvals/.
+    - approval.js: after `approval_requested` and `approval_resolved` the server sends the card
+      (approvalSent; timed as the board is; `html` null -> GET approvals/); `resynced` -> GET
+      approvals/, and so does the GM's answer once the API has answered it.
     - waiting.js: `approval_requested`, `approval_resolved` -> ?turn= of every drawn turn still
       waiting (queued, running, awaiting_approval; not undone) and every turn on its way, but
       the event's own (the server sends it).
@@ -254,6 +258,7 @@ class Page:
         self.board_due: list[tuple[int, float]] = []  # events awaiting their board: (seq, at)
         self.sending: set[int] = set()  # feed.js's `sending`: turns the server is to send
         self.turn_due: dict[int, list[tuple[int, float]]] = defaultdict(list)  # as board_due
+        self.approvals_due: list[tuple[int, float]] = []  # as board_due, for the card
         self.placed_at: dict[int, int] = {}  # feed.js's `placedAt`: a turn's drawing's data-seq
 
     # feed.js
@@ -410,6 +415,16 @@ class Page:
         if html is not None and self.card is not None:
             self.card(html)
 
+    def approvals_sent(self, html: str | None) -> None:
+        """approval.js's approvalSent: the card the server sent, or null (fetch it)."""
+        if html is None:
+            self.approvals_due.clear()  # the fetch is timed as one
+            self.redraw_approvals()
+            return
+        self.approvals_due = self.arrived(SENT_APPROVALS, html, self.approvals_due)
+        if self.card is not None:
+            self.card(html)
+
     # socket.js: events in seq order, a gap waits, then a resync
     def receive(self, envelope: dict[str, Any]) -> None:
         if self.resyncing:
@@ -526,7 +541,9 @@ class Page:
                 for later, drawn in list(self.turns.items()):
                     if later > turn and drawn.calls:
                         self.refresh_turn(later, seq)
-        if kind in ("approval_requested", "approval_resolved", "resynced"):
+        if kind in ("approval_requested", "approval_resolved"):
+            self.approvals_due.append((event["seq"], time.time()))  # the server sends it
+        elif kind == "resynced":
             self.redraw_approvals()
         if kind in ("approval_requested", "approval_resolved"):
             waiting = self.on_their_way | self.sending
@@ -671,6 +688,8 @@ async def _people(conn: Connection, tables: list[dict[str, Any]]) -> None:
                     self.person.page.board_sent(envelope["html"])
                 elif envelope.get("part") == "turn":
                     self.person.page.turn_sent(envelope["turn"], envelope["html"])
+                elif envelope.get("part") == "approvals":
+                    self.person.page.approvals_sent(envelope["html"])
                 elif envelope.get("part") in ("roll", "change"):
                     part = envelope["part"]
                     self.person.page.entry_sent(part, envelope[part], envelope["html"])
@@ -700,7 +719,7 @@ async def _people(conn: Connection, tables: list[dict[str, Any]]) -> None:
             person.page.seq = int(SEQ.search(html)[1]) if SEQ.search(html) else 0
             person.page.draw(html)
             factory = WebSocketClientFactory(
-                f"ws://127.0.0.1:{seat['port']}/ws/campaigns/{table['id']}/?fragments=board,turn,roll,change",
+                f"ws://127.0.0.1:{seat['port']}/ws/campaigns/{table['id']}/?fragments=board,turn,roll,change,approvals",
                 origin=f"http://127.0.0.1:{seat['port']}",
                 headers={"Cookie": seat["cookie"]},
             )
@@ -746,7 +765,9 @@ async def _people(conn: Connection, tables: list[dict[str, Any]]) -> None:
 
     async def approve(gm: Person, invocation: str) -> None:
         await asyncio.sleep(random.uniform(*APPROVE_AFTER))
-        await api(gm, "POST approve/", f"invocations/{invocation}/approve/", {})
+        status, _ = await api(gm, "POST approve/", f"invocations/{invocation}/approve/", {})
+        if status:  # approval.js draws the card again once the API answered
+            gm.page.redraw_approvals()
 
     async def felt(table: str, actor: Person, key: tuple[str, Any], sent: float) -> None:
         """The event `key` at the actor's page and at the table's others."""
@@ -851,7 +872,7 @@ async def _people(conn: Connection, tables: list[dict[str, Any]]) -> None:
         while person.page.seq < last[person.table["id"]] or person.page.resyncing:
             person.page.moved.clear()
             await person.page.moved.wait()
-        while person.page.board_due or person.page.sending:  # and the fragments sent after
+        while person.page.board_due or person.page.approvals_due or person.page.sending:
             await asyncio.sleep(0.05)
 
     everyone = [p for seats in people.values() for p in seats]
@@ -861,7 +882,10 @@ async def _people(conn: Connection, tables: list[dict[str, Any]]) -> None:
         behind = [
             (p.seat["name"], p.page.seq, last[p.table["id"]], p.page.board_due[:1])
             for p in everyone
-            if p.page.seq < last[p.table["id"]] or p.page.board_due or p.page.sending
+            if p.page.seq < last[p.table["id"]]
+            or p.page.board_due
+            or p.page.approvals_due
+            or p.page.sending
         ]
         stats.problems.append(
             f"pages behind their campaign's last event or board (seq, last, unsent): {behind[:5]}"

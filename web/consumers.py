@@ -8,10 +8,10 @@ and forwards every envelope that `campaigns.realtime` publishes, as that viewer 
 Clients never write through it: changes go through the REST API, whose services are where
 permissions, audit and undo live.
 
-A page that opens it as `?fragments=board,turn,roll,change` is also sent the board, the turns
-and the entries outside any turn, drawn for its viewer, after the events that changed them
-(`web.feeds`), instead of fetching them: with the rights read here, at the handshake, as its
-sight is.
+A page that opens it as `?fragments=board,turn,roll,change,approvals` is also sent the board,
+the turns, the entries outside any turn and the approval card, drawn for its viewer, after the
+events that changed them (`web.feeds`), instead of fetching them: with the rights read here, at
+the handshake, as its sight is.
 """
 
 import json
@@ -34,9 +34,10 @@ from web.pages.fragments import ENTRIES
 
 logger = logging.getLogger(__name__)
 
-# The fragments a page may ask to be sent (`?fragments=board,turn,roll,change`): the board, the
-# turns, and the entries outside any turn (web/pages/fragments.py, `ENTRIES`).
-SENT_FRAGMENTS = frozenset({"board", "turn"}) | ENTRIES
+# The fragments a page may ask to be sent (`?fragments=board,turn,roll,change,approvals`): the
+# board, the turns, the entries outside any turn (web/pages/fragments.py, `ENTRIES`) and the
+# approval card.
+SENT_FRAGMENTS = frozenset({"board", "turn", "approvals"}) | ENTRIES
 
 # Application close codes (4000-4999 are free for applications), after the HTTP statuses.
 REFUSED = 4403

@@ -1,9 +1,9 @@
 """What a live GM turn costs the page in requests: none, a call of it held and answered
-included. The board and the turn come down the socket (no `board/` or `feed/?turn=` fetch after
-the page loaded, yet every page shows the change), and a turn is drawn again only for an event
-its last drawing did not show: the GM's last message and the turn's end, committed together,
-are one drawing, so no two drawings of a turn that reach a page are drawn at the same event
-number."""
+included. The board, the turn and the approval card come down the socket (no `board/`,
+`feed/?turn=` or `approvals/` fetch after the page loaded, yet every page shows the change),
+and a turn is drawn again only for an event its last drawing did not show: the GM's last
+message and the turn's end, committed together, are one drawing, so no two drawings of a turn
+that reach a page are drawn at the same event number."""
 
 import json
 import re
@@ -28,7 +28,8 @@ TURN_SEQ = re.compile(r'<li class="turn[^>]*? data-turn="(\d+)"[^>]*? data-seq="
 
 
 def recording(page: Page) -> dict[str, Any]:
-    """The page's board and turn fetches, the boards and turns its socket brought, each turn
+    """The page's board, turn and approval card fetches (the card's first, on load, included),
+    the boards, turns and cards its socket brought, each turn
     drawing that reached it, (turn, data-seq), and of each sent, whether it shows the turn
     waiting for approval."""
     seen: dict[str, Any] = {"fetched": Counter(), "sent": Counter(), "turns": [], "held": []}
@@ -38,6 +39,8 @@ def recording(page: Page) -> dict[str, Any]:
             return
         if response.url.endswith("/board/"):
             seen["fetched"]["board"] += 1
+        elif response.url.endswith("/approvals/"):
+            seen["fetched"]["approvals"] += 1
         elif "/feed/?roll=" in response.url:
             seen["fetched"]["roll"] += 1
         elif "/feed/?change=" in response.url:
@@ -84,7 +87,7 @@ def test_a_gm_turn_costs_the_page_no_request(live_world: World, asgi_server: str
             page.wait_for_load_state("networkidle")
 
     for record in records:
-        assert record["fetched"] == Counter(), "nothing fetched after the page loaded"
+        assert record["fetched"] == Counter(approvals=1), "nothing fetched after the page loaded"
         assert record["sent"]["board"] >= 1 and record["sent"]["turn"] >= 2  # made, then done
         twice = [drawing for drawing, n in Counter(record["turns"]).items() if n > 1]
         assert twice == [], f"a turn drawn again for nothing new: {record['turns']}"
@@ -94,7 +97,9 @@ def test_a_held_call_and_its_answer_cost_the_page_no_turn_request(
     live_world: World, asgi_server: str, gm_worker: WorkerProcess
 ):
     """The GM's critical hit is held, then approved: each page's turn says what it waits for,
-    then the hit and the GM's reply, every drawing of it sent down the socket."""
+    then the hit and the GM's reply, every drawing of it sent down the socket; the approval card
+    too, which appears and goes on both pages with no fetch but the page's first and the one
+    the owner's answer makes."""
     world = live_world
     Campaign.objects.filter(pk=world.campaign.pk).update(approval_policy="critical")
     with chromium() as browser:
@@ -126,12 +131,15 @@ def test_a_held_call_and_its_answer_cost_the_page_no_turn_request(
         # before the worker started it again (no streaming slot yet: feed.js, gm_text_delta).
         assert record["fetched"]["board"] == 0
         assert record["fetched"]["turn"] <= 1, record["fetched"]
+        assert record["sent"]["approvals"] >= 2, record["sent"]  # held, then answered
         # Drawings coalesce (one on its way, one more after it), so a turn made and held at
         # once may come as one drawing: what must come is a drawing of it held, then a later one
         # of it answered.
         held = record["held"]
         assert True in held, f"no drawing of the held turn was sent: {held}"
         assert False in held[held.index(True) :], f"no drawing after the answer was sent: {held}"
+    owners, players = (record["fetched"]["approvals"] for record in records)
+    assert (owners, players) == (2, 1), "the card: fetched on load, and after the owner's answer"
 
 
 def test_a_roll_and_a_drag_cost_the_pages_no_request(live_world: World, asgi_server: str):

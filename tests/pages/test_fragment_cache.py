@@ -15,7 +15,7 @@ from django.test import Client, RequestFactory
 from django.test.utils import CaptureQueriesContext
 
 from audit.models import InvocationOrigin, ToolInvocation
-from audit.selectors import held_call_affected_players, viewer_rights
+from audit.selectors import viewer_rights
 from audit.services import turn_undo
 from campaigns.models import Campaign, Membership, Turn
 from campaigns.services import campaign_set_approval_timeout, creature_create, membership_add
@@ -488,16 +488,10 @@ def approvals_alone(world: World, user: User) -> str:
     """The approval card as the view drew it for `user` alone, before it was shared."""
     campaign = Campaign.objects.get(pk=world.campaign.pk)
     rights = viewer_rights(campaign=campaign, user=user)
-    held = list(
-        ToolInvocation.objects.filter(
-            campaign=campaign, status=ToolInvocation.Status.AWAITING_APPROVAL
-        ).order_by("sequence")
-    )
-    affected = {row.pk: held_call_affected_players(campaign=campaign, row=row) for row in held}
-    cards = approvals.approval_cards(campaign=campaign, rights=rights, held=held, affected=affected)
-    return alone(
-        world, user, "campaigns/_approval.html", {"approvals": cards, "campaign": campaign}
-    )
+    held = approvals.held_calls(campaign=campaign)
+    shown = approvals.approval_cards(campaign=campaign, rights=rights, held=held)
+    context = {"approvals": shown, "campaign": campaign, "seq": campaign.drawn_seq}
+    return alone(world, user, "campaigns/_approval.html", context)
 
 
 def fetch_approvals(client: Client, world: World) -> str:

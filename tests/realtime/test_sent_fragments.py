@@ -31,7 +31,14 @@ from tests.conftest import (
     make_user,
     postgres_only,
 )
-from tests.pages.test_fragment_cache import a_players_roll, alone, board_alone, turn_alone
+from tests.pages.test_fragment_cache import (
+    a_players_roll,
+    alone,
+    approvals_alone,
+    board_alone,
+    turn_alone,
+    two_held_calls,
+)
 from tests.realtime.conftest import TIMEOUT, browser, receive_until
 from web import feeds
 from web.pages import fragments, presenters
@@ -361,4 +368,61 @@ async def test_a_roll_and_a_change_outside_turns_are_sent_as_each_viewer_sees_th
         await socket.disconnect()
     received = [e["type"] for e in await receive_until(api, "invocation_reverted")]
     assert "fragment" not in received and "dice_rolled" in received
+    await api.disconnect()
+
+
+async def approvals_sent(socket: Any, event: str) -> str:
+    """The card the socket is sent once the event `event` has arrived and the card's `data-seq`
+    shows it: its HTML."""
+    at, html = None, ""
+    while at is None or not html or int(TURN_SEQ.search(html)[1]) < at:
+        message = await socket.receive_json_from(timeout=TIMEOUT)
+        if message["type"] == event:
+            at = message["seq"]
+        elif message["type"] == "fragment" and message["part"] == "approvals":
+            html = message["html"]
+    return html
+
+
+async def test_the_approval_card_is_sent_to_each_page_once_per_set_of_buttons(world: World):
+    """Two calls held in one turn and then one answered: each page is sent the card as the view
+    draws it for its viewer alone, drawn once for each set of buttons (the GM's sight with
+    Approve, the calls' own player with Withdraw, the hero's player with Object, the rest
+    waiting); a socket that did not ask is sent events only."""
+    viewers = {
+        "owner": world.owner,
+        "cogm": world.cogm,
+        "player": world.player,
+        "other": world.other,
+        **{user.username: user for user in await database_sync_to_async(_players)(world, 2)},
+    }
+    asked = "?fragments=approvals"
+    pages = {name: await browser(world.campaign.pk, u, asked) for name, u in viewers.items()}
+    api = await browser(world.campaign.pk, world.other)
+    fragments.renders.clear()
+    goblin, hero = await database_sync_to_async(two_held_calls)(world)
+    sent = {
+        name: await approvals_sent(socket, "approval_requested") for name, socket in pages.items()
+    }
+    # both calls are in the cards sent after the second one's event
+    for name, user in viewers.items():
+        assert sent[name] == await database_sync_to_async(approvals_alone)(world, user), name
+    assert sent["owner"].count('value="approve"') == 2 and "Withdraw" in sent["other"]
+    assert "objection" in sent["player"] and "objection" not in sent["cogm"]
+    assert fragments.renders["approvals"] <= 8  # 4 classes, once for each of the two events
+
+    fragments.renders.clear()
+    await database_sync_to_async(invocation_approve)(
+        campaign_id=world.campaign.pk, invocation_id=goblin.pk, user=world.owner
+    )
+    for name, user in viewers.items():
+        html = await approvals_sent(pages[name], "approval_resolved")
+        assert html == await database_sync_to_async(approvals_alone)(world, user), name
+        assert f'data-invocation="{goblin.pk}"' not in html
+        assert f'data-invocation="{hero.pk}"' in html
+    assert fragments.renders["approvals"] == 4
+    for socket in pages.values():
+        await socket.disconnect()
+    received = [e["type"] for e in await receive_until(api, "approval_resolved")]
+    assert "fragment" not in received and "approval_requested" in received
     await api.disconnect()

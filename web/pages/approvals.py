@@ -1,54 +1,42 @@
 """The campaign page's approval card (docs/architecture.md#human-in-the-loop): the calls of this
-table that wait for a person, drawn by the server for the person looking — the diff, and
-Approve/Reject for those the one rule lets answer (`Rights.approves`, `Rights.rejects`, through
-`audit.selectors.viewer_rights`), a waiting note for everyone else. The page's script
-(`static/js/table/approval.js`) swaps the fragment in on load and whenever an
-`approval_requested` or `approval_resolved` event arrives; its buttons post to the REST API's
-approve/reject, with the session and the CSRF token, like the rest of the page. A player reads a
-held call that tells of a creature the fog hides only as something happening in the fog, without
-its diff (`campaigns.visibility`, as the `approval_requested` event tells it).
+table that wait for a person, as the person looking sees them — the diff, and Approve/Reject for
+those the one rule lets answer (`Rights.approves`, `Rights.rejects`, through
+`audit.selectors.viewer_rights`), Object for the player of a character a critical call would
+change, a waiting note for everyone else. A player reads a held call that tells of a creature the
+fog hides only as something happening in the fog, without its diff (`campaigns.visibility`, as
+the `approval_requested` event tells it).
 
-The card is drawn once per class of viewer at the campaign's event number, as the board and the
-turns are (web/pages/fragments.py): five pages fetching it after an approval event cost one
-drawing for each set of buttons, not five. A class is the viewer's sight and, for each held
-call, which of its buttons are theirs (approve, reject or withdraw, object), so everyone in it is
-drawn the same card; the key also names each held call's preview and the campaign's approval
-timeout, which change without an event (a stale preview refreshed by an approve that could not
-run; the owner's new timeout), so a changed card is never served from an older drawing."""
+The card is drawn once per event number for each class of viewer (web/pages/fragments.py), as
+the board and the turns are, and sent down the sockets after an `approval_requested` or
+`approval_resolved` event: five pages cost one drawing for each set of buttons, and no request.
+A class is the viewer's sight and, for each held call, which of its buttons are theirs
+(`approval_class`), so everyone in it is drawn the same card; the key also names what changes
+without an event (`held_digest`: a stale preview refreshed by an approve that could not run, the
+owner's new timeout), so a changed card is never served from an older drawing. The page's script
+(`static/js/table/approval.js`) swaps it in; its buttons post to the REST API's approve, reject
+and object, with the session and the CSRF token, like the rest of the page."""
 
 import hashlib
 import json
 from typing import Any
 
-from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
-from django.template.loader import render_to_string
-from django.views.decorators.http import require_GET
-
 from ai_tools.base import Names
 from audit.models import ToolInvocation
-from audit.selectors import Rights, held_call_affected_players, viewer_rights
+from audit.selectors import Rights, held_call_affected_players
 from audit.services.dispatch import approval_deadline
 from campaigns.models import Campaign
 from campaigns.selectors import creature_names_in, world_labels
 from campaigns.visibility import HIDDEN_CHANGE, Fog, held_call_hidden
-from web.pages import fragments
 from web.pages.changes import described, held_maps, in_words, named_summary, reader_names
 from web.pages.presenters import names_seen, players_fog
-from web.pages.views import member_campaign
+
+# The held calls, oldest first, and by each call's id the players it would change.
+HeldCalls = tuple[list[ToolInvocation], dict[Any, set[int]]]
 
 
-@login_required
-@require_GET
-def campaign_approvals(request: HttpRequest, campaign_id: Any) -> HttpResponse:
-    campaign = member_campaign(request, campaign_id)
-    rights = viewer_rights(campaign=campaign, user=request.user)
-    return HttpResponse(approvals_drawn(campaign=campaign, rights=rights))
-
-
-def approvals_drawn(*, campaign: Campaign, rights: Rights) -> str:
-    """The card as the person `rights` are of sees it: from the drawing for their class of
-    viewer at the campaign's event number, or drawn (and kept)."""
+def held_calls(*, campaign: Campaign) -> HeldCalls:
+    """The campaign's held calls, oldest first, and the players each would change (one query,
+    and one more for each critical call among them)."""
     held = list(
         ToolInvocation.objects.filter(
             campaign=campaign, status=ToolInvocation.Status.AWAITING_APPROVAL
@@ -56,22 +44,10 @@ def approvals_drawn(*, campaign: Campaign, rights: Rights) -> str:
         .select_related("user")
         .order_by("sequence")
     )
-    affected = {row.pk: held_call_affected_players(campaign=campaign, row=row) for row in held}
-
-    def draw() -> str:
-        cards = approval_cards(campaign=campaign, rights=rights, held=held, affected=affected)
-        context = {"approvals": cards, "campaign": campaign}
-        return render_to_string("campaigns/_approval.html", context)
-
-    return fragments.drawn(
-        campaign=campaign,
-        fragment=f"approvals:{_held_digest(campaign, held)}",
-        viewer=_viewer_class(rights, held, affected),
-        draw=draw,
-    )
+    return held, {row.pk: held_call_affected_players(campaign=campaign, row=row) for row in held}
 
 
-def _held_digest(campaign: Campaign, held: list[ToolInvocation]) -> str:
+def held_digest(campaign: Campaign, held: list[ToolInvocation]) -> str:
     """What the card shows that may change without an event: each held call's preview, and
     the approval timeout its expiry is counted from."""
     shown = [[str(row.pk), row.preview] for row in held]
@@ -79,38 +55,33 @@ def _held_digest(campaign: Campaign, held: list[ToolInvocation]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
-def _viewer_class(rights: Rights, held: list[ToolInvocation], affected: dict[Any, set[int]]) -> str:
+def approval_class(rights: Rights, held: HeldCalls) -> str:
     """Everything the card draws differently for its viewer: their sight (the fog, the raw
     details), and for each held call whether they may approve it, reject it, or object to it.
     "Withdraw" for "Reject" follows: whoever may reject a call but not approve it is its turn's
     own player (`Rights.rejects`)."""
+    calls, affected = held
     marks = [
         f"{rights.approves(row.user_id):d}{rights.rejects(row.user_id):d}"
         f"{rights.objects(affected[row.pk]):d}"
-        for row in held
+        for row in calls
     ]
     return f"{rights.sight.value}:{'.'.join(marks)}"
 
 
-def approval_cards(
-    *,
-    campaign: Campaign,
-    rights: Rights,
-    held: list[ToolInvocation],
-    affected: dict[Any, set[int]],
-) -> list[dict[str, Any]]:
-    """The held calls `held` (oldest first; `affected`: the players each would change), as the
-    card shows them to the person `rights` are of."""
-    if not held:
+def approval_cards(*, campaign: Campaign, rights: Rights, held: HeldCalls) -> list[dict[str, Any]]:
+    """The held calls (`held_calls`), as the card shows them to the person `rights` are of."""
+    calls, affected = held
+    if not calls:
         return []
-    fog = players_fog(campaign=campaign, rights=rights, rows=[{"input": r.input} for r in held])
+    fog = players_fog(campaign=campaign, rights=rights, rows=[{"input": r.input} for r in calls])
     names = reader_names(
         names_seen(creature_names_in(campaign_ids=[campaign.pk]), fog),
         world_labels(campaign_id=campaign.pk),
         fog,
     )
-    cards = [_card(row, rights, names, fog, campaign) for row in held]
-    for card, row in zip(cards, held, strict=True):
+    cards = [_card(row, rights, names, fog, campaign) for row in calls]
+    for card, row in zip(cards, calls, strict=True):
         card["may_object"] = rights.objects(affected[row.pk])
     return cards
 

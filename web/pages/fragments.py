@@ -20,17 +20,20 @@ The board names its viewer in two places: the tokens of their own characters (th
 "your character") and the list of their characters. It is drawn for the class with nobody in
 particular (`Rights.alike`), and each viewer's own pieces are drawn for them and put in place of
 the class's (`_own_pieces`): a token or two beside the whole board. A roll, a change outside any
-turn and a creature added ask only the viewer's sight, or nothing (`for_sight`). The full page,
-the whole feed (`/feed/`, after a gap in the events) and the approval card (whose buttons are
-per person and per call) are drawn per request.
+turn and a creature added ask only the viewer's sight, or nothing (`for_sight`). The approval
+card's class is the viewer's sight and which of each held call's buttons are theirs
+(web/pages/approvals.py). The full page and the whole feed (`/feed/`, after a gap in the events)
+are drawn per request.
 
-The board, a turn, a player's roll and a change outside any turn are not even asked for after
-the events that change them for everyone (`BOARD_EVENTS`, `TURN_EVENTS`, `_entry`): each
+The board, a turn, a player's roll, a change outside any turn and the approval card are not even
+asked for after the events that change them for everyone (`BOARD_EVENTS`, `TURN_EVENTS`,
+`_entry`, `APPROVAL_EVENTS`): each
 server process's feed of the campaign draws them for every page it holds that asked for them
 when its socket connected (`pushed_fragments`, from `web.feeds`) and sends them down the
-socket: one drawing per class as above, each page's own pieces, no request per page. `/board/`
-and `/feed/?turn=` (`?roll=`, `?change=`) stay for the page's first sight, a resync after a
-gap, a drawing that failed, and the events a page alone knows it must draw again.
+socket: one drawing per class as above, each page's own pieces, no request per page.
+`/board/`, `/feed/?turn=` (`?roll=`, `?change=`) and `/approvals/` stay for the page's first
+sight, a resync after a gap, a drawing that failed, and the events a page alone knows it must
+draw again.
 
 Django serves each request in a thread of its own, and the five pages of a table ask for a
 fragment at the same moment: the first request of a process to miss draws it while the others
@@ -53,6 +56,7 @@ from audit.selectors import Rights
 from campaigns.models import Campaign, Turn
 from campaigns.selectors import campaign_event_seq, campaign_state
 from core.errors import NotFound
+from web.pages import approvals as cards
 from web.pages import board as boards
 from web.pages import presenters
 
@@ -341,6 +345,28 @@ def _turn_drawing(campaign: Campaign, rights: Rights, read: presenters.TurnRead)
     return f"turn:{turn_id}", turn_class(rights=rights, **facts), draw
 
 
+# ---- the approval card -------------------------------------------------------------------
+
+
+def approvals(*, campaign: Campaign, rights: Rights) -> str:
+    """The approval card as the person `rights` are of sees it (the held calls, or none)."""
+    fragment, viewer, draw = _approvals_drawing(
+        campaign, rights, cards.held_calls(campaign=campaign)
+    )
+    return drawn(campaign=campaign, fragment=fragment, viewer=viewer, draw=draw)
+
+
+def _approvals_drawing(campaign: Campaign, rights: Rights, held: cards.HeldCalls) -> Drawing:
+    def draw() -> str:
+        shown = cards.approval_cards(campaign=campaign, rights=rights, held=held)
+        # `data-seq`: the key's event number (static/js/table/approval.js keeps the newest)
+        context = {"approvals": shown, "campaign": campaign, "seq": campaign.drawn_seq}
+        return render_to_string("campaigns/_approval.html", context)
+
+    fragment = f"approvals:{cards.held_digest(campaign, held[0])}"
+    return fragment, cards.approval_class(rights, held), draw
+
+
 # ---- an entry of the feed outside any turn --------------------------------------------------
 
 
@@ -389,6 +415,7 @@ def _change_drawing(campaign: Campaign, rights: Rights, invocation_id: str) -> D
 # on whom) or answered (who let it run or refused it, and why). (Each page asks for a turn again
 # on other events too, depending on what it shows: static/js/table/feed.js, waiting.js.)
 ENTRIES = frozenset({"roll", "change"})  # the entries outside any turn sent down the socket
+APPROVAL_EVENTS = frozenset({"approval_requested", "approval_resolved"})  # the card changed
 
 TURN_EVENTS = frozenset(
     {
@@ -408,19 +435,21 @@ Part = str | int | tuple[str, Any]
 
 def part_of(key: Part) -> str:
     """Which of the fragments a page may ask to be sent (`?fragments=`) the part is."""
-    if key == "board":
-        return "board"
+    if key in ("board", "approvals"):
+        return key
     return key[0] if isinstance(key, tuple) else "turn"
 
 
 def fragments_changed(events: list[dict[str, Any]]) -> dict[Part, int]:
     """What a batch of events changed of the fragments sent down the sockets: "board", the ids
     of the turns to draw again, a player's roll and a change outside any turn (made, or undone
-    alone), each with the number of the last event that did."""
+    alone), "approvals", each with the number of the last event that did."""
     changed: dict[Part, int] = {}
     for e in events:
         if e["type"] in BOARD_EVENTS:
             changed["board"] = e["seq"]
+        if e["type"] in APPROVAL_EVENTS:
+            changed["approvals"] = e["seq"]
         if e.get("turn") is not None and (e["type"] in TURN_EVENTS or _resumed(e)):
             changed[int(e["turn"])] = e["seq"]
         elif e.get("turn") is None and (entry := _entry(e)) is not None:
@@ -452,7 +481,8 @@ def pushed_fragments(
     *, campaign_id: Any, viewers: list[tuple[Rights, frozenset[str]]], changed: Any
 ) -> tuple[int, list[list[dict[str, Any]]]]:
     """For each viewer (the rights read when their socket connected, and which fragments their
-    page asked for), the `fragment` messages of what changed ("board", turn ids), drawn for
+    page asked for), the `fragment` messages of what changed ("board", turn ids, entries,
+    "approvals"), drawn for
     them at the campaign's current event number, which comes first (every event up to it is in
     the drawings). Read once for all of them: the campaign, each turn, and every class's
     drawing, looked up in one go (or drawn: `_kept_all`), so that a viewer more costs no query
@@ -462,6 +492,11 @@ def pushed_fragments(
     entries = sorted((k for k in changed if isinstance(k, tuple)), key=str)
     if not any("turn" in wanted for _, wanted in viewers):
         turns = []
+    held = (
+        cards.held_calls(campaign=campaign)
+        if "approvals" in changed and any("approvals" in wanted for _, wanted in viewers)
+        else None
+    )
     reads = {t: presenters.turn_read(campaign=campaign, turn_id=t) for t in turns}
     makes = {}  # every class's drawing some viewer needs, by its key
     plans = []  # per viewer: each message's part, and the key of its drawing and its class
@@ -481,6 +516,8 @@ def pushed_fragments(
                     else _change_drawing(campaign, rights, key)
                 )
                 parts.append(({"part": kind, kind: key}, drawing))
+        if held is not None and "approvals" in wanted:
+            parts.append(({"part": "approvals"}, _approvals_drawing(campaign, rights, held)))
         plan = []
         for part, (fragment, viewer, draw) in parts:
             key = _key(campaign, fragment, viewer)
@@ -512,4 +549,6 @@ def undrawn(changed: Any, wanted: frozenset[str]) -> list[dict[str, Any]]:
     for kind, key in sorted((k for k in changed if isinstance(k, tuple)), key=str):
         if kind in wanted:
             messages.append({"type": "fragment", "part": kind, kind: key, "html": None})
+    if "approvals" in changed and "approvals" in wanted:
+        messages.append({"type": "fragment", "part": "approvals", "html": None})
     return messages

@@ -7,7 +7,7 @@ from django.urls import path
 from django.utils.functional import lazy
 from django.views.generic import RedirectView
 
-from web.pages import approvals, setup, views
+from web.pages import setup, views
 
 CAMPAIGN = "campaigns/<uuid:campaign_id>/"
 
@@ -40,7 +40,7 @@ urlpatterns = [
         name="campaign_undo_plan",
     ),
     path(CAMPAIGN + "rewind-plan/", views.campaign_rewind_plan, name="campaign_rewind_plan"),
-    path(CAMPAIGN + "approvals/", approvals.campaign_approvals, name="campaign_approvals"),
+    path(CAMPAIGN + "approvals/", views.campaign_approvals, name="campaign_approvals"),
     path(CAMPAIGN + "members/", setup.member_add, name="page_members"),
     path(CAMPAIGN + "creatures/", setup.creature_add, name="page_creatures"),
     path(CAMPAIGN + "resources/", setup.resource_add, name="page_resources"),

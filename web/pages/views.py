@@ -210,6 +210,16 @@ def campaign_board(request: HttpRequest, campaign_id: Any) -> HttpResponse:
 
 @login_required
 @require_GET
+def campaign_approvals(request: HttpRequest, campaign_id: Any) -> HttpResponse:
+    """The approval card for the person looking (web/pages/approvals.py): on the page's load,
+    after a resync, after an answer the API refused, and when the server could not send it."""
+    campaign = member_campaign(request, campaign_id)
+    rights = viewer_rights(campaign=campaign, user=request.user)
+    return HttpResponse(fragments.approvals(campaign=campaign, rights=rights))
+
+
+@login_required
+@require_GET
 def campaign_feed(request: HttpRequest, campaign_id: Any) -> HttpResponse:
     """The feed as HTML, whole, one turn (`?turn=`) or one roll (`?roll=`): the script swaps it
     in after a turn completes or is undone, draws a roll when it is announced, and reloads the

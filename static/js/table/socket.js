@@ -2,11 +2,12 @@
 // order; a gap still open after REORDER_WAIT means one was lost, and the page reloads the
 // feed and the board from the server instead of drifting. Every connection opens with `hello`
 // {seq: the campaign's last event}: a page that has seen less catches up the same way. The
-// socket asks for the board, the turns and the entries outside any turn too
-// (`?fragments=board,turn,roll,change`): the server sends them,
+// socket asks for the board, the turns, the entries outside any turn and the approval card too
+// (`?fragments=board,turn,roll,change,approvals`): the server sends them,
 // drawn for this page, after the events that changed them, and the page swaps them in
-// (board.js, feed.js). They carry no `seq` of their own: their `data-seq` orders them.
+// (board.js, feed.js, approval.js). They carry no `seq` of their own: their `data-seq` orders them.
 
+import { approvalSent } from "./approval.js";
 import { boardSent, refreshBoard } from "./board.js";
 import { emit } from "./bus.js";
 import { $, boot, pause } from "./http.js";
@@ -101,7 +102,7 @@ let failures = 0;
 
 export function connect() {
   const scheme = location.protocol === "https:" ? "wss" : "ws";
-  socket = new WebSocket(`${scheme}://${location.host}/ws/campaigns/${boot.campaign}/?fragments=board,turn,roll,change`);
+  socket = new WebSocket(`${scheme}://${location.host}/ws/campaigns/${boot.campaign}/?fragments=board,turn,roll,change,approvals`);
   socket.addEventListener("open", () => {
     setLive("open", "live");
     failures = 0;
@@ -116,6 +117,7 @@ export function connect() {
     if (event.type === "fragment") {
       if (event.part === "board") boardSent(event.html);
       else if (event.part === "turn") turnSent(event.turn, event.html);
+      else if (event.part === "approvals") approvalSent(event.html);
       else if (event.part === "roll" || event.part === "change") {
         entrySent(event.part, event[event.part], event.html);
       }
