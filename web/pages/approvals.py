@@ -47,10 +47,10 @@ def held_calls(*, campaign: Campaign) -> HeldCalls:
     return held, {row.pk: held_call_affected_players(campaign=campaign, row=row) for row in held}
 
 
-def held_digest(campaign: Campaign, held: list[ToolInvocation]) -> str:
+def held_digest(campaign: Campaign, held: HeldCalls) -> str:
     """What the card shows that may change without an event: each held call's preview, and
     the approval timeout its expiry is counted from."""
-    shown = [[str(row.pk), row.preview] for row in held]
+    shown = [[str(row.pk), row.preview] for row in held[0]]
     text = json.dumps([campaign.approval_timeout, shown], sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 

@@ -201,8 +201,13 @@ def for_sight(
 ) -> str:
     """A fragment whose drawing asks of its viewer only their sight (a change outside any turn,
     a creature added), or nothing at all (`rights` None: a player's roll)."""
-    viewer = rights.sight.value if rights is not None else "everyone"
-    return drawn(campaign=campaign, fragment=fragment, viewer=viewer, draw=draw)
+    return drawn(campaign=campaign, fragment=fragment, viewer=sight_class(rights), draw=draw)
+
+
+def sight_class(rights: Rights | None) -> str:
+    """The class of a viewer whose drawing asks only their sight; "everyone" when it asks
+    nothing of them (`rights` None)."""
+    return rights.sight.value if rights is not None else "everyone"
 
 
 # ---- the board ------------------------------------------------------------------------------
@@ -363,7 +368,7 @@ def _approvals_drawing(campaign: Campaign, rights: Rights, held: cards.HeldCalls
         context = {"approvals": shown, "campaign": campaign, "seq": campaign.drawn_seq}
         return render_to_string("campaigns/_approval.html", context)
 
-    fragment = f"approvals:{cards.held_digest(campaign, held[0])}"
+    fragment = f"approvals:{cards.held_digest(campaign, held)}"
     return fragment, cards.approval_class(rights, held), draw
 
 
@@ -386,7 +391,7 @@ def _roll_drawing(campaign: Campaign, roll_id: int) -> Drawing:
         template = "campaigns/_roll.html" if entry.turn_id else "campaigns/_roll_entry.html"
         return render_to_string(template, {"roll": entry})
 
-    return f"roll:{roll_id}", "everyone", draw
+    return f"roll:{roll_id}", sight_class(None), draw
 
 
 def change(*, campaign: Campaign, rights: Rights, invocation_id: str) -> str:
@@ -405,7 +410,7 @@ def _change_drawing(campaign: Campaign, rights: Rights, invocation_id: str) -> D
             render_to_string("campaigns/_change_entry.html", {"change": found[0]}) if found else ""
         )
 
-    return f"change:{invocation_id}", rights.sight.value, draw
+    return f"change:{invocation_id}", sight_class(rights), draw
 
 
 # ---- sent down the sockets ------------------------------------------------------------------
