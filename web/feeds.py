@@ -176,34 +176,65 @@ class CampaignFeed:
             self.drawing = asyncio.ensure_future(self._draw())
 
     async def _draw(self) -> None:
-        """Draw the changed fragments for each page that wants them and send them; again while
-        batches asked meanwhile, unless the drawings sent showed their events already (the GM's
-        last message and the turn's end are committed together, and one drawing shows both). A
-        drawing that fails tells the pages to fetch (`html` null)."""
+        """Draw the changed fragments for each page that wants them and send each part as soon
+        as it is drawn; again while batches asked meanwhile, unless the drawings sent showed
+        their events already (the GM's last message and the turn's end are committed together,
+        and one drawing shows both). A drawing that fails tells the pages to fetch what was not
+        sent yet (`html` null)."""
+        loop = asyncio.get_running_loop()
         while self.changed:
             changed, self.changed = self.changed, {}
             pages = [listener for listener in self.listeners if listener.rights is not None]
             viewers = [(page.rights, page.fragments) for page in pages]
+            drawn: asyncio.Queue = asyncio.Queue()  # each part's messages, from the pool thread
+            sent = _into(loop, drawn)
+            sender = asyncio.ensure_future(self._send_each(pages, drawn))
             try:
-                drawn_at, drawn = await database_sync_to_async(
+                drawn_at, _ = await database_sync_to_async(
                     _pushed_in_pool_thread, thread_sensitive=False
-                )(campaign_id=self.campaign_id, viewers=viewers, changed=changed)
+                )(campaign_id=self.campaign_id, viewers=viewers, changed=changed, sent=sent)
+                failed = False
             except Exception:
                 logger.exception("drawing fragments of %s for its pages failed", self.group)
-                drawn_at, drawn = -1, [undrawn(changed, wanted) for _, wanted in viewers]
+                drawn_at, failed = -1, True
+            drawn.put_nowait(None)  # after every part the thread sent: it has returned
+            done = await sender
+            if failed:
+                unsent = {part: seq for part, seq in changed.items() if part not in done}
+                await self._send(pages, [undrawn(unsent, wanted) for _, wanted in viewers])
             self.shown.update(dict.fromkeys(changed, drawn_at))
             self.changed = {
                 part: seq
                 for part, seq in self.changed.items()
                 if part not in changed or seq > drawn_at
             }
-            for page, messages in zip(pages, drawn, strict=True):
-                if page not in self.listeners or not messages:  # gone while it was drawn
-                    continue
-                try:
-                    await page.forward([json.dumps(message) for message in messages])
-                except Exception:
-                    logger.exception("sending fragments to a socket of %s failed", self.group)
+
+    async def _send_each(self, pages: list[Listener], drawn: asyncio.Queue) -> set[Any]:
+        """Send each part's messages as they come, until None; the parts sent."""
+        done = set()
+        while (item := await drawn.get()) is not None:
+            part, messages = item
+            done.add(part)
+            await self._send(pages, messages)
+        return done
+
+    async def _send(self, pages: list[Listener], drawn: list[list[dict[str, Any]]]) -> None:
+        for page, messages in zip(pages, drawn, strict=True):
+            if page not in self.listeners or not messages:  # gone while it was drawn
+                continue
+            try:
+                await page.forward([json.dumps(message) for message in messages])
+            except Exception:
+                logger.exception("sending fragments to a socket of %s failed", self.group)
+
+
+def _into(loop: asyncio.AbstractEventLoop, queue: asyncio.Queue) -> Any:
+    """What the drawing thread calls with each part it drew: put on `queue`, in the loop."""
+
+    def sent(part: Any, messages: list[list[dict[str, Any]]]) -> None:
+        loop.call_soon_threadsafe(queue.put_nowait, (part, messages))
+
+    return sent
 
 
 def _pushed_in_pool_thread(**kwargs: Any) -> tuple[int, list[list[dict[str, Any]]]]:

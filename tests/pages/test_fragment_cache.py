@@ -545,3 +545,31 @@ def test_a_card_changed_without_an_event_is_drawn_anew(world: World):
     assert "The goblin is already fleeing." in fetch_approvals(owner, world)
     campaign_set_approval_timeout(campaign=world.campaign, by=world.owner, seconds=7200, via="page")
     assert fetch_approvals(owner, world) == approvals_alone(world, world.owner)
+
+
+def test_a_turn_pushed_to_several_classes_is_read_once_for_all(world: World):
+    """A push that draws a turn for each class of its pages reads the turn once for all of them
+    (`presenters.feed_read`): a class more costs no statement, but for a player's sight beside
+    the GM's (the fog it reads the calls through)."""
+    turn = world.turn(world.player, "I move.")
+    wanted = frozenset({"turn"})
+
+    def push(users: list[User], x: int) -> tuple[int, int]:
+        player_moves_the_hero(world, turn, x, 2)  # a new event number: nothing drawn for it yet
+        rights = [viewer_rights(campaign=world.campaign, user=user) for user in users]
+        assert len({r.sight for r in rights}) <= 2  # asked once, when a socket connects
+        rights = [(r, wanted) for r in rights]
+        fragments.renders.clear()
+        with CaptureQueriesContext(connection) as queries:
+            _, sent = fragments.pushed_fragments(
+                campaign_id=world.campaign.pk, viewers=rights, changed={turn.pk: 0}
+            )
+        assert [len(messages) for messages in sent] == [1] * len(users)
+        return len(queries), fragments.renders["turn"]
+
+    gm = push([world.owner], 1)  # one class: the GM's sight
+    two = push([world.owner, world.other], 2)  # and a player's who may not undo it
+    three = push([world.owner, world.player, world.other], 3)  # and its own player's
+    assert (gm[1], two[1], three[1]) == (1, 2, 3)
+    assert two[0] == gm[0] + 1  # the players' fog
+    assert three[0] == two[0]

@@ -28,6 +28,7 @@ from tests.conftest import (
     call,
     commit,
     fog_over_the_goblin,
+    held_hit,
     make_user,
     postgres_only,
 )
@@ -426,3 +427,94 @@ async def test_the_approval_card_is_sent_to_each_page_once_per_set_of_buttons(wo
     received = [e["type"] for e in await receive_until(api, "approval_resolved")]
     assert "fragment" not in received and "approval_requested" in received
     await api.disconnect()
+
+
+async def test_each_part_is_sent_as_soon_as_it_is_drawn(world: World, monkeypatch):
+    """A held call changes its turn and the approval card: the card is sent while its turn is
+    still being drawn, not after it."""
+    blocking, stuck, release = threading.Event(), threading.Event(), threading.Event()
+    real = presenters.feed_read
+
+    def slow(**kwargs: Any) -> Any:
+        if blocking.is_set():
+            stuck.set()
+            assert release.wait(timeout=30)
+        return real(**kwargs)
+
+    monkeypatch.setattr(presenters, "feed_read", slow)
+    page = await browser(world.campaign.pk, world.owner, "?fragments=turn,approvals")
+    turn = await database_sync_to_async(world.turn)(world.other, "I charge.")
+    assert await turn_sent(page, turn)  # its first message's drawing, not held up
+    blocking.set()
+
+    @database_sync_to_async
+    def hold_a_hit() -> None:
+        Campaign.objects.filter(pk=world.campaign.pk).update(approval_policy="critical")
+        world.campaign.refresh_from_db()
+        held = {"creature_id": world.goblin.pk, "hp_delta": -5}
+        row = call(world, "modify_creature", held, actor=world.other, turn=turn)
+        assert row.status == ToolInvocation.Status.AWAITING_APPROVAL, row.error
+
+    await hold_a_hit()
+    try:
+        card = await approvals_sent(page, "approval_requested")
+        assert 'value="approve"' in card
+        assert await asyncio.to_thread(stuck.wait, TIMEOUT)  # the turn's drawing, held back
+    finally:
+        release.set()
+    assert "awaiting approval" in await turn_sent(page, turn)
+    await page.disconnect()
+
+
+async def test_a_part_that_cannot_be_drawn_is_fetched_the_others_are_sent(
+    world: World, monkeypatch
+):
+    """The turn's drawing fails after the card's was sent: the page keeps the card and is told
+    to fetch the turn (`html` null), not the card again."""
+    page = await browser(world.campaign.pk, world.owner, "?fragments=turn,approvals")
+
+    def fails(**_: Any) -> Any:
+        raise RuntimeError("the database went away")
+
+    monkeypatch.setattr(presenters, "feed_read", fails)
+    await database_sync_to_async(held_hit)(world, world.other)
+    sent = []  # (part, html), in the order sent, until the turn's failure after the card
+    while not (sent and sent[-1] == ("turn", None) and any(p == "approvals" for p, _ in sent)):
+        message = await page.receive_json_from(timeout=TIMEOUT)
+        if message["type"] == "fragment":
+            sent.append((message["part"], message["html"]))
+    turns = [html for part, html in sent if part == "turn"]
+    cards = [html for part, html in sent if part == "approvals"]
+    assert turns and set(turns) == {None}  # its first message's and the held call's drawings
+    assert len(cards) == 1 and 'value="approve"' in cards[0]  # the card, drawn once
+    assert await page.receive_nothing(timeout=0.3)
+    await page.disconnect()
+
+
+async def test_a_turn_sent_to_the_gm_and_a_player_reads_each_through_their_sight(world: World):
+    """One read of the turn serves every class of one push: the GM's drawing names the goblin
+    in the fog, the player's (drawn in the same push) does not."""
+
+    @database_sync_to_async
+    def hit_in_the_fog() -> Turn:
+        fog_over_the_goblin(world)
+        turn = world.turn(world.owner, "The goblin is struck from the dark.")
+        commit(
+            world, "modify_creature", {"creature_id": world.goblin.pk, "hp_delta": -2}, turn=turn
+        )
+        return turn
+
+    turn = await hit_in_the_fog()
+    viewers = {"owner": world.owner, "player": world.player}
+    pages = {
+        name: await browser(world.campaign.pk, u, "?fragments=turn") for name, u in viewers.items()
+    }
+    await database_sync_to_async(turn_undo)(
+        campaign_id=world.campaign.pk, turn_id=turn.pk, user=world.owner
+    )
+    sent = {name: await turn_sent(socket, turn) for name, socket in pages.items()}
+    for name, user in viewers.items():
+        assert sent[name] == await database_sync_to_async(turn_alone)(world, user, turn), name
+    assert "Goblin" in sent["owner"] and "Goblin" not in sent["player"]
+    for socket in pages.values():
+        await socket.disconnect()

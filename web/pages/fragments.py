@@ -47,6 +47,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from django.core.cache import caches
@@ -129,13 +130,18 @@ def _make(key: str, make: Callable[[], Any]) -> Any:
     return kept
 
 
-def _kept_all(makes: dict[str, Callable[[], Any]]) -> dict[str, Any]:
-    """`_kept` for several keys at once, for a push: one lookup for all of them, then each
+def _kept_all(
+    makes: dict[str, Callable[[], Any]], looked_up: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """`_kept` for several keys at once, for a push: one lookup for all of them (or what the
+    push's one lookup of every part's keys found, `looked_up`), then each
     that nobody is drawing drawn here first, and only then those another request or process
     is drawing waited for (as `_kept` waits), by which time they are most likely kept. The web
     processes each push the same event to the pages they hold: each draws what the other is
     not drawing yet, rather than both waiting on one drawing after another."""
-    found = dict(_cache().get_many(list(makes)))
+    if looked_up is None:
+        looked_up = dict(_cache().get_many(list(makes)))
+    found = {key: looked_up[key] for key in makes if key in looked_up}
     busy = []
     for key, make in makes.items():
         if key in found:
@@ -333,11 +339,19 @@ def turn(*, campaign: Campaign, rights: Rights, turn_id: int) -> str | None:
     return drawn(campaign=campaign, fragment=fragment, viewer=viewer, draw=draw) or None
 
 
-def _turn_drawing(campaign: Campaign, rights: Rights, read: presenters.TurnRead) -> Drawing:
+def _turn_drawing(
+    campaign: Campaign,
+    rights: Rights,
+    read: presenters.TurnRead,
+    feed_read: Callable[[], presenters.FeedRead] | None = None,
+) -> Drawing:
+    """The turn's drawing for this viewer's class: from `feed_read()` when a push draws it for
+    several classes (one read for all of them), else read for this viewer."""
     turn_id = read.turn.pk
 
     def draw() -> str:
-        turns = presenters.feed(campaign=campaign, rights=rights, turn_id=turn_id)
+        shared = feed_read() if feed_read is not None else None
+        turns = presenters.feed(campaign=campaign, rights=rights, turn_id=turn_id, read=shared)
         if not turns:
             return ""
         # `data-seq`: the event number of the key, read before the turn (the page skips a fetch
@@ -483,15 +497,23 @@ def _resumed(event: dict[str, Any]) -> bool:
 
 
 def pushed_fragments(
-    *, campaign_id: Any, viewers: list[tuple[Rights, frozenset[str]]], changed: Any
+    *,
+    campaign_id: Any,
+    viewers: list[tuple[Rights, frozenset[str]]],
+    changed: Any,
+    sent: Callable[[Part, list[list[dict[str, Any]]]], None] | None = None,
 ) -> tuple[int, list[list[dict[str, Any]]]]:
     """For each viewer (the rights read when their socket connected, and which fragments their
     page asked for), the `fragment` messages of what changed ("board", turn ids, entries,
-    "approvals"), drawn for
-    them at the campaign's current event number, which comes first (every event up to it is in
-    the drawings). Read once for all of them: the campaign, each turn, and every class's
+    "approvals"), drawn for them at the campaign's current event number, which comes first
+    (every event up to it is in the drawings). Read once for all of them: the campaign, each
+    turn (and its feed, once for every class: `presenters.feed_read`), and every class's
     drawing, looked up in one go (or drawn: `_kept_all`), so that a viewer more costs no query
-    and no cache lookup. A turn they may not see is not sent."""
+    and no cache lookup. A turn they may not see is not sent.
+
+    The parts are drawn one after the other, the board first and the turns (the costliest)
+    last; `sent(part, messages)` is told each part's messages for every viewer as soon as it is
+    drawn, so that a card or a board does not wait for a turn drawn in the same push."""
     campaign = Campaign.objects.get(pk=campaign_id)
     turns = sorted(t for t in changed if part_of(t) == "turn")
     entries = sorted((k for k in changed if isinstance(k, tuple)), key=str)
@@ -503,16 +525,22 @@ def pushed_fragments(
         else None
     )
     reads = {t: presenters.turn_read(campaign=campaign, turn_id=t) for t in turns}
-    makes = {}  # every class's drawing some viewer needs, by its key
+    watching = [rights for rights, wanted in viewers if "turn" in wanted]
+    feed_reads = {
+        t: _once(partial(presenters.feed_read, campaign=campaign, viewers=watching, turn_id=t))
+        for t in turns
+    }
+    order: list[Part] = ["board", "approvals", *entries, *turns]
+    makes: dict[Part, dict[str, Callable[[], Any]]] = {part: {} for part in order}  # every
+    # class's drawing some viewer needs, by part and key
     plans = []  # per viewer: each message's part, and the key of its drawing and its class
     for rights, wanted in viewers:
-        parts = []
+        parts: list[tuple[Part, dict[str, Any], Drawing]] = []
         if "board" in changed and "board" in wanted:
-            parts.append(({"part": "board"}, _board_drawing(campaign, rights)))
-        for turn_id in turns if "turn" in wanted else []:
-            if (read := reads[turn_id]) is not None:
-                drawing = _turn_drawing(campaign, rights, read)
-                parts.append(({"part": "turn", "turn": turn_id}, drawing))
+            parts.append(("board", {"part": "board"}, _board_drawing(campaign, rights)))
+        if held is not None and "approvals" in wanted:
+            drawing = _approvals_drawing(campaign, rights, held)
+            parts.append(("approvals", {"part": "approvals"}, drawing))
         for kind, key in entries:
             if kind in wanted:
                 drawing = (
@@ -520,27 +548,62 @@ def pushed_fragments(
                     if kind == "roll"
                     else _change_drawing(campaign, rights, key)
                 )
-                parts.append(({"part": kind, kind: key}, drawing))
-        if held is not None and "approvals" in wanted:
-            parts.append(({"part": "approvals"}, _approvals_drawing(campaign, rights, held)))
+                parts.append(((kind, key), {"part": kind, kind: key}, drawing))
+        for turn_id in turns if "turn" in wanted else []:
+            if (read := reads[turn_id]) is not None:
+                drawing = _turn_drawing(campaign, rights, read, feed_reads[turn_id])
+                parts.append((turn_id, {"part": "turn", "turn": turn_id}, drawing))
         plan = []
-        for part, (fragment, viewer, draw) in parts:
+        for part, message, (fragment, viewer, draw) in parts:
             key = _key(campaign, fragment, viewer)
-            makes.setdefault(key, _counted(fragment, draw))
-            plan.append((part, key, viewer))
+            makes[part].setdefault(key, _counted(fragment, draw))
+            plan.append((part, message, key, viewer))
         plans.append((rights, plan))
-    kept = _kept_all(makes)
-    sent = []
-    for rights, plan in plans:
-        messages = []
-        for part, key, viewer in plan:
-            html = _board_for(kept[key], viewer, rights) if part["part"] == "board" else kept[key]
-            # An empty turn is not one this viewer may see; an empty entry is not one to tell
-            # (the page takes back the place it held for it).
-            if html or part["part"] in ENTRIES:
-                messages.append({"type": "fragment", **part, "html": html})
-        sent.append(messages)
-    return campaign.drawn_seq, sent
+    found = dict(_cache().get_many([key for keys in makes.values() for key in keys]))
+    every: list[list[dict[str, Any]]] = [[] for _ in plans]
+    for part in order:
+        if not makes[part]:
+            continue
+        kept = _kept_all(makes[part], found)
+        drawn = [_messages(plan, part, kept, rights) for (rights, plan) in plans]
+        for messages, more in zip(every, drawn, strict=True):
+            messages.extend(more)
+        if sent is not None:
+            sent(part, drawn)
+    return campaign.drawn_seq, every
+
+
+def _messages(
+    plan: list[tuple[Part, dict[str, Any], str, str]],
+    part: Part,
+    kept: dict[str, Any],
+    rights: Rights,
+) -> list[dict[str, Any]]:
+    """A viewer's messages of one part, from its class's kept drawing."""
+    messages = []
+    for each, message, key, viewer in plan:
+        if each != part:
+            continue
+        html = _board_for(kept[key], viewer, rights) if part == "board" else kept[key]
+        # An empty turn is not one this viewer may see; an empty entry is not one to tell (the
+        # page takes back the place it held for it).
+        if html or message["part"] in ENTRIES:
+            messages.append({"type": "fragment", **message, "html": html})
+    return messages
+
+
+def _once(read: Callable[[], Any]) -> Callable[[], Any]:
+    """`read`, made the first time it is asked for (by the first class drawn that needs it; a
+    push kept every class's drawing already asks nothing), then the same value: a push draws
+    in one thread."""
+    made: list[Any] = []
+
+    def once() -> Any:
+        if not made:
+            made.append(read())
+        return made[0]
+
+    return once
 
 
 def undrawn(changed: Any, wanted: frozenset[str]) -> list[dict[str, Any]]:

@@ -260,28 +260,69 @@ class ChangeEntry:
     kind = "change"
 
 
-def feed(*, campaign: Campaign, rights: Rights, turn_id: Any = None) -> list[TurnCard]:
-    """The last turns with their visible messages and tool calls, oldest first. The most
-    recent GM turn is flagged; undone turns stay as a note of who undid them and why.
+@dataclass(frozen=True)
+class FeedRead:
+    """What drawing the feed (or one turn of it) reads of the campaign, for every viewer alike
+    but the fog, which is read once for each sight asked for: one read serves each class of
+    viewer a push draws the turn for (web/pages/fragments.py)."""
 
-    Read in one snapshot: a turn the GM completes meanwhile (its reply and its status, one
-    commit) is drawn before or after, never its reply beside the note that the GM is thinking,
-    which the page's script would fill with the streamed narration (the reply twice)."""
+    turns: list[Turn]
+    messages: dict[int, list[ChatMessage]]
+    rows: dict[int, list[dict[str, Any]]]
+    rolls: dict[int, list[DiceRoll]]
+    fogs: dict[Sight, Fog | None]  # by sight: the GM's None
+    names: dict[int, str]
+    labels: dict[str, str]
+    later: list[tuple[int, int]]  # `later_turn_actors` from the first turn shown not undone
+    answers: dict[str, dict[str, Any]]
+    held: dict[str, Any] | None
+
+
+def feed_read(*, campaign: Campaign, viewers: list[Rights], turn_id: Any = None) -> FeedRead:
+    """The feed's read for these viewers (the fog once per sight among them), in one snapshot:
+    a turn the GM completes meanwhile (its reply and its status, one commit) is drawn before or
+    after, never its reply beside the note that the GM is thinking, which the page's script
+    would fill with the streamed narration (the reply twice)."""
     with one_snapshot():
         turns, messages, rows = turn_feed(campaign=campaign, limit=FEED_TURNS, turn_id=turn_id)
-        rolls = turn_rolls(campaign=campaign, turn_ids=[t.pk for t in turns])
-        fog = players_fog(
-            campaign=campaign, rights=rights, rows=[r for t in rows.values() for r in t]
+        logged = [r for t in rows.values() for r in t]
+        sights = {rights.sight: rights for rights in viewers}
+        live = [t for t in turns if t.reverted_at is None]
+        return FeedRead(
+            turns=turns,
+            messages=messages,
+            rows=rows,
+            rolls=turn_rolls(campaign=campaign, turn_ids=[t.pk for t in turns]),
+            fogs={
+                sight: players_fog(campaign=campaign, rights=rights, rows=logged)
+                for sight, rights in sights.items()
+            },
+            names=creature_names(campaign=campaign),
+            labels=world_labels(campaign_id=campaign.pk),
+            later=later_turn_actors(campaign=campaign, since=live[0]) if live else [],
+            answers=answers_of(campaign=campaign, rows=logged),
+            held=(
+                held_call_waiting(campaign=campaign)
+                if any(t.status in WAITING_TURNS for t in live)
+                else None
+            ),
         )
-        names = names_seen(creature_names(campaign=campaign), fog)
-        labels = world_labels(campaign_id=campaign.pk)
-        onwards, last = _undo_from_here(campaign=campaign, rights=rights, turns=turns)
-        answers = answers_of(campaign=campaign, rows=[r for t in rows.values() for r in t])
-        held = (
-            held_call_waiting(campaign=campaign)
-            if any(t.status in WAITING_TURNS and t.reverted_at is None for t in turns)
-            else None
-        )
+
+
+def feed(
+    *, campaign: Campaign, rights: Rights, turn_id: Any = None, read: FeedRead | None = None
+) -> list[TurnCard]:
+    """The last turns with their visible messages and tool calls, oldest first (or the one
+    `turn_id`), from `read` (`feed_read`: its fogs must hold this viewer's sight) or read for
+    this viewer alone. The most recent GM turn is flagged; undone turns stay as a note of who
+    undid them and why."""
+    if read is None:
+        read = feed_read(campaign=campaign, viewers=[rights], turn_id=turn_id)
+    turns, messages, rows, rolls = read.turns, read.messages, read.rows, read.rolls
+    fog = read.fogs[rights.sight]
+    names = names_seen(read.names, fog)
+    labels, answers, held = read.labels, read.answers, read.held
+    onwards, last = _undo_onwards(rights=rights, rows=read.later)
     views = [
         TurnCard(
             id=t.pk,
@@ -349,17 +390,6 @@ def turn_facts(*, read: TurnRead, rights: Rights) -> dict[str, Any]:
         "onwards": read.turn.pk in onwards,
         "from_here": read.turn.pk in onwards and read.turn.pk != last,
     }
-
-
-def _undo_from_here(
-    *, campaign: Campaign, rights: Rights, turns: list[Turn]
-) -> tuple[set[int], int | None]:
-    """The turns shown from which this user may undo onwards, and the last turn not undone
-    (`_undo_onwards`). One query for the feed or one turn."""
-    live = [t for t in turns if t.reverted_at is None]
-    if not live:
-        return set(), None
-    return _undo_onwards(rights=rights, rows=later_turn_actors(campaign=campaign, since=live[0]))
 
 
 def _undo_onwards(*, rights: Rights, rows: list[tuple[int, int]]) -> tuple[set[int], int | None]:
