@@ -45,7 +45,7 @@ tests.
 
 import threading
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -527,13 +527,14 @@ def pushed_fragments(
     reads = {t: presenters.turn_read(campaign=campaign, turn_id=t) for t in turns}
     watching = [rights for rights, wanted in viewers if "turn" in wanted]
     feed_reads = {
-        t: _once(partial(presenters.feed_read, campaign=campaign, viewers=watching, turn_id=t))
-        for t in turns
+        t: _once(partial(presenters.feed_read, campaign=campaign, viewers=watching, turn=read))
+        for t, read in reads.items()
+        if read is not None
     }
     order: list[Part] = ["board", "approvals", *entries, *turns]
     makes: dict[Part, dict[str, Callable[[], Any]]] = {part: {} for part in order}  # every
     # class's drawing some viewer needs, by part and key
-    plans = []  # per viewer: each message's part, and the key of its drawing and its class
+    plans = []  # per viewer, by part: each message, and the key of its drawing and its class
     for rights, wanted in viewers:
         parts: list[tuple[Part, dict[str, Any], Drawing]] = []
         if "board" in changed and "board" in wanted:
@@ -553,11 +554,11 @@ def pushed_fragments(
             if (read := reads[turn_id]) is not None:
                 drawing = _turn_drawing(campaign, rights, read, feed_reads[turn_id])
                 parts.append((turn_id, {"part": "turn", "turn": turn_id}, drawing))
-        plan = []
+        plan: dict[Part, list[tuple[dict[str, Any], str, str]]] = defaultdict(list)
         for part, message, (fragment, viewer, draw) in parts:
             key = _key(campaign, fragment, viewer)
             makes[part].setdefault(key, _counted(fragment, draw))
-            plan.append((part, message, key, viewer))
+            plan[part].append((message, key, viewer))
         plans.append((rights, plan))
     found = dict(_cache().get_many([key for keys in makes.values() for key in keys]))
     every: list[list[dict[str, Any]]] = [[] for _ in plans]
@@ -565,7 +566,7 @@ def pushed_fragments(
         if not makes[part]:
             continue
         kept = _kept_all(makes[part], found)
-        drawn = [_messages(plan, part, kept, rights) for (rights, plan) in plans]
+        drawn = [_messages(plan[part], kept, rights) for rights, plan in plans]
         for messages, more in zip(every, drawn, strict=True):
             messages.extend(more)
         if sent is not None:
@@ -574,20 +575,16 @@ def pushed_fragments(
 
 
 def _messages(
-    plan: list[tuple[Part, dict[str, Any], str, str]],
-    part: Part,
-    kept: dict[str, Any],
-    rights: Rights,
+    plan: list[tuple[dict[str, Any], str, str]], kept: dict[str, Any], rights: Rights
 ) -> list[dict[str, Any]]:
     """A viewer's messages of one part, from its class's kept drawing."""
     messages = []
-    for each, message, key, viewer in plan:
-        if each != part:
-            continue
+    for message, key, viewer in plan:
+        part = message["part"]
         html = _board_for(kept[key], viewer, rights) if part == "board" else kept[key]
         # An empty turn is not one this viewer may see; an empty entry is not one to tell (the
         # page takes back the place it held for it).
-        if html or message["part"] in ENTRIES:
+        if html or part in ENTRIES:
             messages.append({"type": "fragment", **message, "html": html})
     return messages
 

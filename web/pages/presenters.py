@@ -261,6 +261,15 @@ class ChangeEntry:
 
 
 @dataclass(frozen=True)
+class TurnRead:
+    """What drawing one turn reads of the campaign whoever looks: the turn, and (when it is not
+    undone) it and every later turn not undone, as (turn id, actor id), oldest first."""
+
+    turn: Turn
+    later: list[tuple[int, int]]
+
+
+@dataclass(frozen=True)
 class FeedRead:
     """What drawing the feed (or one turn of it) reads of the campaign, for every viewer alike
     but the fog, which is read once for each sight asked for: one read serves each class of
@@ -278,16 +287,26 @@ class FeedRead:
     held: dict[str, Any] | None
 
 
-def feed_read(*, campaign: Campaign, viewers: list[Rights], turn_id: Any = None) -> FeedRead:
+def feed_read(
+    *, campaign: Campaign, viewers: list[Rights], turn_id: Any = None, turn: TurnRead | None = None
+) -> FeedRead:
     """The feed's read for these viewers (the fog once per sight among them), in one snapshot:
     a turn the GM completes meanwhile (its reply and its status, one commit) is drawn before or
     after, never its reply beside the note that the GM is thinking, which the page's script
-    would fill with the streamed narration (the reply twice)."""
+    would fill with the streamed narration (the reply twice). For the one turn `turn` already
+    read (`turn_read`, whose later actors a push's class keys were made of), the feed of that
+    turn, its later actors not read again."""
+    if turn is not None:
+        turn_id = turn.turn.pk
     with one_snapshot():
         turns, messages, rows = turn_feed(campaign=campaign, limit=FEED_TURNS, turn_id=turn_id)
         logged = [r for t in rows.values() for r in t]
         sights = {rights.sight: rights for rights in viewers}
         live = [t for t in turns if t.reverted_at is None]
+        if turn is not None:
+            later = turn.later
+        else:
+            later = later_turn_actors(campaign=campaign, since=live[0]) if live else []
         return FeedRead(
             turns=turns,
             messages=messages,
@@ -299,7 +318,7 @@ def feed_read(*, campaign: Campaign, viewers: list[Rights], turn_id: Any = None)
             },
             names=creature_names(campaign=campaign),
             labels=world_labels(campaign_id=campaign.pk),
-            later=later_turn_actors(campaign=campaign, since=live[0]) if live else [],
+            later=later,
             answers=answers_of(campaign=campaign, rows=logged),
             held=(
                 held_call_waiting(campaign=campaign)
@@ -358,15 +377,6 @@ def feed(
     if latest is not None and turn_id is None:
         latest.latest_gm = True
     return views
-
-
-@dataclass(frozen=True)
-class TurnRead:
-    """What drawing one turn reads of the campaign whoever looks: the turn, and (when it is not
-    undone) it and every later turn not undone, as (turn id, actor id), oldest first."""
-
-    turn: Turn
-    later: list[tuple[int, int]]
 
 
 def turn_read(*, campaign: Campaign, turn_id: int) -> TurnRead | None:
