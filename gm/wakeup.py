@@ -13,9 +13,16 @@ Elsewhere (SQLite, the embedded default) there is nothing to listen on, and the 
 every `interval` seconds as before. A listening connection that fails (the server restarted)
 is dropped; the worker polls until it can listen again, and looks at the queue after every wait,
 so a job written while it could not hear is found.
+
+The worker itself wakes the wait too (`poke`, through a pipe the wait selects on with the
+listening connection): a job of its own threads has ended and left room for another, or a
+signal asks it to stop.
 """
 
+import contextlib
 import logging
+import os
+import select
 import time
 from datetime import datetime
 from typing import Any
@@ -46,6 +53,10 @@ class Wakeup:
         self.poll = poll  # seconds between looks when it cannot listen
         self.listener: Any = None  # the psycopg connection that LISTENs, while it works
         self.retry_at = 0.0  # when to try to listen again after a failure
+        self._ending = False  # the server said it is closing the listening session
+        self._poked, self._poke = os.pipe()  # poke() writes a byte: the wait returns
+        os.set_blocking(self._poked, False)
+        os.set_blocking(self._poke, False)
 
     @property
     def listening(self) -> bool:
@@ -57,6 +68,13 @@ class Wakeup:
 
     def __exit__(self, *exc: object) -> None:
         self._drop()
+        os.close(self._poked)
+        os.close(self._poke)
+
+    def poke(self) -> None:
+        """End the current or next wait now. Safe from any thread and from a signal handler."""
+        with contextlib.suppress(BlockingIOError, OSError):  # already poked, or closed
+            os.write(self._poke, b"!")
 
     def _listen(self) -> None:
         connection = connections[self.alias]
@@ -68,10 +86,18 @@ class Wakeup:
         try:
             self.listener = psycopg.connect(**params, autocommit=True)
             self.listener.execute(f"LISTEN {CHANNEL}")
+            self._ending = False
+            self.listener.add_notice_handler(self._notice)
         except psycopg.Error:
             logger.warning("cannot LISTEN for jobs; polling every %g s meanwhile", self.poll)
             self._drop()
             self.retry_at = time.monotonic() + max(self.poll, 1.0)
+
+    def _notice(self, diagnostic: psycopg.errors.Diagnostic) -> None:
+        """An error the server sends an idle session reaches libpq as a notice: a FATAL one (a
+        restart, pg_terminate_backend) means it is closing this session."""
+        if diagnostic.severity_nonlocalized in ("FATAL", "PANIC"):
+            self._ending = True
 
     def _drop(self) -> None:
         if self.listener is not None:
@@ -81,22 +107,37 @@ class Wakeup:
                 self.listener = None
 
     def wait(self, seconds: float) -> bool:
-        """Sleep until a job is written or `seconds` have passed (at most `poll` seconds when
-        not listening): whether an enqueue woke it."""
+        """Sleep until a job is written, `poke` is called or `seconds` have passed (at most
+        `poll` seconds when not listening): whether an enqueue woke it."""
         if not self.listening:
             self._listen()
-        if not self.listening:
-            time.sleep(min(seconds, self.poll))
+        listener = self.listener
+        try:
+            fd = listener.fileno() if listener is not None else None
+            ready = [self._poked] + ([fd] if fd is not None else [])
+            timeout = seconds if fd is not None else min(seconds, self.poll)
+            readable, _, _ = select.select(ready, [], [], timeout)
+        except (OSError, psycopg.Error):  # the listening connection's socket is gone
+            self._failed()
+            return False
+        if self._poked in readable:
+            with contextlib.suppress(BlockingIOError):
+                os.read(self._poked, 4096)  # every poke so far: one look serves them all
+        if fd is None or fd not in readable:
             return False
         try:
-            woken = list(self.listener.notifies(timeout=seconds, stop_after=1))
             # Enqueues heard together: one look at the queue serves them all.
-            list(self.listener.notifies(timeout=0))
-            return bool(woken)
-        except psycopg.Error:
-            logger.warning("the connection listening for jobs failed; polling until it is back")
-            self._drop()
+            woken = bool(list(listener.notifies(timeout=0)))
+        except (OSError, psycopg.Error):
+            self._failed()
             return False
+        if self._ending:  # the server said it ends the session (its FATAL comes before the EOF)
+            self._failed()
+        return woken
+
+    def _failed(self) -> None:
+        logger.warning("the connection listening for jobs failed; polling until it is back")
+        self._drop()
 
 
 def seconds_until(due: datetime | None, now: datetime, longest: float) -> float:

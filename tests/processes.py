@@ -292,11 +292,13 @@ def worker_start(
     interval: float = 0.1,
     wait_max: float = 10,
     verbosity: int = 1,
+    threads: int = 1,
     **env: str,
 ) -> WorkerProcess:
     """A task worker process (`manage.py task_worker`, every queue, no start-up delay) named
     `name`, idle until an enqueue wakes it or for `wait_max` seconds at most on PostgreSQL,
-    polling every `interval` seconds elsewhere, on this process's database, running the
+    polling every `interval` seconds elsewhere, running `threads` jobs at once, on this
+    process's database, running the
     scripted GM, with `env` (GM_SCRIPTED_DELAY=..., or GM_PROVIDER=anthropic and the
     ANTHROPIC_* settings for another GM) added to its environment. It publishes
     through the configured channel layer (Redis or SQLite: to other processes' websockets)."""
@@ -305,6 +307,7 @@ def worker_start(
     command = [sys.executable, "manage.py", "task_worker", "--queue-name", "*", "--no-reload"]
     command += ["--no-startup-delay", "--interval", str(interval), "--worker-id", name]
     command += ["--wait-max", str(wait_max), "--verbosity", str(verbosity)]
+    command += ["--threads", str(threads)]
     with log.open("w") as out:
         process = subprocess.Popen(command, cwd=ROOT, env=environment, stdout=out, stderr=out)
     return WorkerProcess(name, process, log)

@@ -79,17 +79,28 @@ def live_world(transactional_db) -> World:
 @pytest.fixture
 def gm_workers(transactional_db, tmp_path) -> Iterator[Callable[..., WorkerProcess]]:
     """Start task worker processes (`manage.py task_worker`) on the test database: `start(delay=
-    seconds the scripted GM waits per round, lease=GM_LEASE_SECONDS, attempts=GM_MAX_ATTEMPTS)`.
+    seconds the scripted GM waits per round, lease=GM_LEASE_SECONDS, attempts=GM_MAX_ATTEMPTS,
+    threads=jobs at once, wait_max=its longest idle wait on PostgreSQL, **more settings)`.
     They run the scripted GM and publish through the configured channel layer (Redis, or the
     embedded default's SQLite layer: events reach other processes' websockets). Every worker is
     stopped after the test."""
     started: list[WorkerProcess] = []
 
-    def start(delay: float = 0, lease: float = 60, attempts: int = 3) -> WorkerProcess:
+    def start(
+        delay: float = 0,
+        lease: float = 60,
+        attempts: int = 3,
+        threads: int = 1,
+        wait_max: float = 10,
+        **more: str,
+    ) -> WorkerProcess:
         name = f"test-worker-{len(started) + 1}"
         settings = {"GM_SCRIPTED_DELAY": str(delay), "GM_LEASE_SECONDS": str(lease)}
         settings["GM_MAX_ATTEMPTS"] = str(attempts)
-        started.append(worker_start(name, tmp_path / f"{name}.log", **settings))
+        log = tmp_path / f"{name}.log"
+        started.append(
+            worker_start(name, log, threads=threads, wait_max=wait_max, **settings, **more)
+        )
         return started[-1]
 
     yield start

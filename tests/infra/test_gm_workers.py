@@ -164,3 +164,76 @@ def test_two_workers_run_two_campaigns_at_once_and_one_campaign_in_order(
     first_done = GMRound.objects.filter(turn=a1).order_by("-index").first().completed_at
     second_began = GMRound.objects.filter(turn=a2).order_by("index").first().created_at
     assert first_done < second_began
+
+
+def _span(turn: Turn) -> tuple[Any, Any]:
+    """When the GM began the turn's first round, and when it ended its last."""
+    rounds = GMRound.objects.filter(turn=turn).order_by("index")
+    return rounds.first().created_at, rounds.last().completed_at
+
+
+def test_a_worker_with_threads_runs_several_campaigns_turns_at_once(live_world: World, gm_workers):
+    """`--threads 3`: one process runs three campaigns' turns side by side, each under a lease
+    of its own, and a fourth waits for a thread: the first that ends claims it (its end wakes
+    the worker; nothing else would, within the test). Its database pool is let grow to what
+    three turns hold (a connection for each and one for each heartbeat) above DB_POOL_MAX_SIZE."""
+    worlds = [live_world, build_world("b-"), build_world("c-"), build_world("d-")]
+    pool = {"DB_POOL_MAX_SIZE": "2", "DB_POOL_TIMEOUT": "2"}
+    worker = gm_workers(delay=DELAY, threads=3, wait_max=600, **pool)
+    turns = [submit(world, "I attack the goblin") for world in worlds]
+    owners: set[str] = set()
+
+    def three_running():
+        running = Turn.objects.filter(pk__in=[t.pk for t in turns], status="running")
+        now = set(running.values_list("lease_owner", flat=True))
+        owners.update(now)
+        return len(now) == 3
+
+    wait_for(three_running, "three turns running at once in one process", [worker])
+    wait_for(
+        lambda: all(turn_now(t).status == "completed" for t in turns),
+        "every turn completed",
+        [worker],
+    )
+    assert {owner.split(":")[1] for owner in owners} == {str(worker.pid)}
+    assert len(owners) >= 3  # a lease per turn
+    spans = [_span(t) for t in turns]
+    assert max(began for began, _ in spans) >= min(ended for _, ended in spans)  # never four
+    for turn in turns:
+        assert ToolInvocation.objects.filter(turn=turn, status="committed").count() == 1
+    assert "Traceback" not in worker.output(), worker.output()[-3000:]
+
+
+def test_a_stopped_worker_ends_its_running_turns_and_claims_no_more(live_world: World, gm_workers):
+    worlds = [live_world, build_world("b-"), build_world("c-")]
+    worker = gm_workers(delay=DELAY, threads=2)
+    first = [submit(world, TWO_ACTIONS) for world in worlds[:2]]
+    wait_for(
+        lambda: all(turn_now(t).status == "running" for t in first), "two turns running", [worker]
+    )
+
+    worker.process.terminate()  # SIGTERM, as honcho or systemd stop it
+    later = submit(worlds[2], "I attack the goblin")
+
+    assert worker.process.wait(timeout=DEADLINE) == 0, worker.output()[-3000:]
+    assert [turn_now(t).status for t in first] == ["completed", "completed"]
+    assert ToolInvocation.objects.filter(turn__in=first, status="committed").count() == 4
+    assert turn_now(later).status == "queued"  # for the next worker
+    assert "finishing 2 running jobs" in worker.output()
+
+
+def test_a_second_signal_exits_at_once_and_leaves_the_turn_to_its_lease(
+    live_world: World, gm_workers
+):
+    worker = gm_workers(delay=DELAY * 5, threads=2)
+    turn = submit(live_world, TWO_ACTIONS)
+    wait_for(lambda: turn_now(turn).status == "running", "the turn running", [worker])
+
+    worker.process.terminate()
+    wait_for(lambda: "finishing 1 running job " in worker.output(), "the first signal", [worker])
+    worker.process.terminate()
+
+    assert worker.process.wait(timeout=DEADLINE) == 1, worker.output()[-3000:]
+    now = turn_now(turn)
+    assert now.status == "running"  # the watchdog resumes it when its lease runs out
+    assert f":{worker.pid}:" in now.lease_owner

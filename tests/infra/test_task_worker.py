@@ -99,7 +99,12 @@ def test_a_listener_whose_connection_died_listens_again(transactional_db):
 
 def test_a_worker_that_cannot_listen_polls(db, monkeypatch):
     slept: list[float] = []
-    monkeypatch.setattr(wakeup_module.time, "sleep", slept.append)
+
+    def select(readers, writers, errors, timeout):
+        slept.append(timeout)
+        return [], [], []
+
+    monkeypatch.setattr(wakeup_module.select, "select", select)
     with Wakeup("default", poll=0.05) as wakeup:
         if connection.vendor == "postgresql":
             wakeup._drop()

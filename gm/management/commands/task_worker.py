@@ -1,14 +1,31 @@
 """`manage.py task_worker`: django-tasks-db's worker (`db_worker`, every option of it), woken by
 the enqueue on PostgreSQL instead of polling the queue (`gm.wakeup`); on other databases it polls
-every `--interval` seconds, as `db_worker` does. The Procfile's `worker:` runs it."""
+every `--interval` seconds, as `db_worker` does. The Procfile's `worker:` runs it.
+
+It runs up to `--threads` jobs at once, each on a thread of its own: a GM turn holds its job for
+its whole stream, mostly waiting on the model, so one process carries several turns (a process
+per turn would cost ~180 MB each). The main thread claims a job whenever fewer than that many
+run, and sleeps otherwise, until a thread ends (it pokes the wait), a job is written or one is
+due. Each thread's database connections are its own and are closed when its job ends; the
+leases a turn is run under are per turn (`gm.lease`), whatever thread holds them.
+
+SIGTERM or SIGINT stops the claims, lets the running jobs end, then exits; a second signal exits
+at once, and the turns it held resume elsewhere when their leases run out, as after a crash.
+"""
 
 import logging
+import os
 import random
+import signal
+import sys
+import threading
 import time
-from argparse import ArgumentParser
+from argparse import ArgumentParser, ArgumentTypeError
+from concurrent.futures import ThreadPoolExecutor
+from types import FrameType
 from typing import Any
 
-from django.db import close_old_connections, router
+from django.db import close_old_connections, connections, router
 from django.db.models import Min
 from django.db.utils import OperationalError
 from django.utils import timezone
@@ -23,12 +40,19 @@ logger = logging.getLogger("django_tasks_db")
 
 
 class WakingWorker(db_worker.Worker):
-    """`db_worker.Worker`'s loop, with its sleep replaced by a `Wakeup`."""
+    """`db_worker.Worker`'s loop, with its sleep replaced by a `Wakeup` and its jobs run on up to
+    `threads` threads at once."""
 
-    def __init__(self, *, wait_max: float, **options: Any) -> None:
+    def __init__(self, *, wait_max: float, threads: int = 1, **options: Any) -> None:
         super().__init__(**options)
         self.wait_max = wait_max
+        self.threads = threads
         self.alias = router.db_for_write(DBTaskResult)
+        self.wakeup: Wakeup | None = None
+        # Reentrant: the signal handler reads the count on the main thread, which may hold it.
+        self._lock = threading.RLock()
+        self._running = 0  # jobs on a thread now
+        self._claimed = 0  # jobs claimed since the start (--max-tasks counts these)
 
     def queue(self) -> Any:
         tasks = DBTaskResult.objects.using(self.alias).filter(backend_name=self.backend_name)
@@ -65,29 +89,123 @@ class WakingWorker(db_worker.Worker):
     def run(self) -> None:
         if self.startup_delay and self.interval:
             time.sleep(random.random())  # noqa: S311 (workers started at once look apart)
-        with Wakeup(self.alias, poll=self.interval) as wakeup:
+        with (
+            Wakeup(self.alias, poll=self.interval) as wakeup,
+            ThreadPoolExecutor(self.threads, thread_name_prefix="task") as pool,
+        ):
+            self.wakeup = wakeup
             logger.info(
-                "Starting worker worker_id=%s queues=%s (%s)",
+                "Starting worker worker_id=%s queues=%s (%s, %d job%s at once)",
                 self.worker_id,
                 ",".join(self.queue_names),
                 "woken by NOTIFY" if wakeup.listening else f"polling every {self.interval:g} s",
+                self.threads,
+                "" if self.threads == 1 else "s",
             )
-            while self.running:
-                close_old_connections()  # dropped or expired connections, after a wait
-                task_result, read = self.claim_next()
-                if task_result is not None:
-                    self.run_task(task_result)
-                elif self.batch and read:
+            try:
+                self._claim_while_running(wakeup, pool)
+            finally:
+                self.wakeup = None
+                if self.busy():
+                    logger.info("worker_id=%s waits for %s", self.worker_id, jobs(self.busy()))
+        # the pool's exit waited for every job that was running
+
+    def _claim_while_running(self, wakeup: Wakeup, pool: ThreadPoolExecutor) -> None:
+        while self.running:
+            close_old_connections()  # dropped or expired connections, after a wait
+            room = self.busy() < self.threads and not self._claims_done()
+            task_result, read = self.claim_next() if room else (None, True)
+            if task_result is not None:
+                self._start(pool, task_result)
+                continue  # room for another, perhaps: claim before any wait
+            if not self.busy():
+                if self._claims_done():
+                    logger.info("Ran %d tasks on %s - exiting.", self._claimed, self.worker_id)
+                    return
+                if self.batch and read:
                     logger.info("No more tasks to run for worker_id=%s - exiting.", self.worker_id)
                     return
-                if self.max_tasks is not None and self._run_tasks >= self.max_tasks:
-                    logger.info("Ran %d tasks on %s - exiting.", self._run_tasks, self.worker_id)
-                    return
-                wait = self.idle_wait(wakeup) if self.running and task_result is None else None
-                close_old_connections()  # back to the pool before a wait, as db_worker does
-                if wait is not None:
-                    logger.debug("worker_id=%s waits %.1f s for a job", self.worker_id, wait)
-                    wakeup.wait(wait)
+            # Room and nothing ready: until a job is written or due. Full (or done claiming):
+            # until a thread ends, which pokes the wait (wait_max is only a backstop).
+            wait = self.idle_wait(wakeup) if room else self.wait_max
+            close_old_connections()  # back to the pool before a wait, as db_worker does
+            if self.running:
+                logger.debug("worker_id=%s waits %.1f s for a job", self.worker_id, wait)
+                wakeup.wait(wait)
+
+    def busy(self) -> int:
+        with self._lock:
+            return self._running
+
+    def _claims_done(self) -> bool:
+        return self.max_tasks is not None and self._claimed >= self.max_tasks
+
+    def _start(self, pool: ThreadPoolExecutor, task_result: DBTaskResult) -> None:
+        with self._lock:
+            self._running += 1
+            self._claimed += 1
+        pool.submit(self._run_on_thread, task_result)
+
+    def _run_on_thread(self, task_result: DBTaskResult) -> None:
+        try:
+            self.run_task(task_result)  # records the job's failure, whatever it raised
+        except Exception:  # recording it failed too (the database went away): the log says so
+            logger.exception("Task id=%s could not be recorded", task_result.id)
+        finally:
+            connections.close_all()  # this thread's own connections
+            with self._lock:
+                self._running -= 1
+            wakeup = self.wakeup
+            if wakeup is not None:
+                wakeup.poke()  # room for another job
+
+    def shutdown(self, signum: int, frame: FrameType | None) -> None:
+        name = signal_name(signum)
+        if not self.running:
+            logger.warning("Received %s - exiting now; %s left.", name, jobs(self.busy()))
+            self.reset_signals()
+            os._exit(1)  # the running jobs' threads are not waited for: their leases run out
+        self.running = False
+        if not self.busy():
+            logger.warning("Received %s - exiting.", name)
+            sys.exit(0)
+        logger.warning(
+            "Received %s - finishing %s (again to exit at once)", name, jobs(self.busy())
+        )
+        wakeup = self.wakeup
+        if wakeup is not None:
+            wakeup.poke()
+
+
+def jobs(count: int) -> str:
+    return f"{count} running job" + ("" if count == 1 else "s")
+
+
+def signal_name(signum: int) -> str:
+    return signal.strsignal(signum) or str(signum)
+
+
+def valid_threads(value: str) -> int:
+    threads = int(value)
+    if not 1 <= threads <= MAX_THREADS:
+        raise ArgumentTypeError(f"must be from 1 to {MAX_THREADS}")
+    return threads
+
+
+def pool_sized(alias: str, threads: int) -> None:
+    """A job's thread holds a connection, and a GM turn's heartbeat another: let this process's
+    PostgreSQL pool open 2 per thread and one for the claims (DB_POOL_MAX_SIZE if that is more),
+    so a thread never waits for a connection another thread holds."""
+    pool = connections.settings[alias].get("OPTIONS", {}).get("pool")
+    if not isinstance(pool, dict) or pool.get("max_size", 0) >= 2 * threads + 1:
+        return
+    pool["max_size"] = 2 * threads + 1
+    connection = connections[alias]
+    if alias in getattr(connection, "_connection_pools", {}):  # opened already (by a check)
+        connection.close_pool()  # the next connection opens it again, larger
+
+
+MAX_THREADS = 64
 
 
 class Command(db_worker.Command):
@@ -102,11 +220,21 @@ class Command(db_worker.Command):
             help="On PostgreSQL, the longest an idle worker waits for a NOTIFY before it looks at "
             "the queue anyway (default: %(default)r); --interval is the poll elsewhere",
         )
+        parser.add_argument(
+            "--threads",
+            type=valid_threads,
+            default=1,
+            help="Jobs run at once, each on a thread (default: %(default)r). A GM turn holds its "
+            "job while it waits on the model: size by the turns that run at once",
+        )
 
-    def handle(self, *args: Any, wait_max: float, **options: Any) -> None:
+    def handle(self, *args: Any, wait_max: float, threads: int, **options: Any) -> None:
+        pool_sized(router.db_for_write(DBTaskResult), threads)
         # db_worker's handle builds its Worker from the options: swap in ours for the call.
         original = db_worker.Worker
-        db_worker.Worker = lambda **kwargs: WakingWorker(wait_max=wait_max, **kwargs)
+        db_worker.Worker = lambda **kwargs: WakingWorker(
+            wait_max=wait_max, threads=threads, **kwargs
+        )
         try:
             super().handle(*args, **options)
         finally:
