@@ -913,6 +913,31 @@ async def _people(conn: Connection, tables: list[dict[str, Any]]) -> None:
     pool.shutdown()
 
 
+def unanswered(turns: Any) -> str:
+    """What a run that ends on turns nobody answered needs to say: each turn's state, its lease,
+    its held calls and the jobs that were to run or watch it."""
+    from django_tasks_db.models import DBTaskResult
+
+    from audit.models import ToolInvocation
+
+    lines = []
+    for turn in turns.order_by("pk"):
+        held = ToolInvocation.objects.filter(turn=turn, status="awaiting_approval").count()
+        lines.append(
+            f"turn {turn.pk} of campaign {turn.campaign_id}: {turn.status}, attempts "
+            f"{turn.attempts}, lease {turn.lease_owner or '-'} until {turn.lease_expires_at}, "
+            f"created {turn.created_at:%H:%M:%S.%f}, {held} calls held for approval"
+        )
+        jobs = DBTaskResult.objects.filter(args_kwargs__args__0=turn.pk).order_by("enqueued_at")
+        for job in jobs:
+            lines.append(
+                f"  job {job.task_path.rsplit('.', 1)[-1]} {job.status} enqueued "
+                f"{job.enqueued_at:%H:%M:%S.%f} run_after {job.run_after} "
+                f"started {job.started_at} finished {job.finished_at}"
+            )
+    return "\n".join(lines)
+
+
 # -- the servers: the Procfile's processes ------------------------------------------------------
 
 
@@ -1215,7 +1240,7 @@ def run_step(
         deadline = time.monotonic() + QUIET_TIMEOUT
         while waiting.exists():
             if time.monotonic() > deadline:
-                raise SystemExit(f"{waiting.count()} GM turns still unanswered")
+                raise SystemExit(f"GM turns still unanswered:\n{unanswered(waiting)}")
             time.sleep(0.5)
         seqs = Campaign.objects.filter(pk__in=ids).values_list("pk", "event_seq")
         last = {str(k): v for k, v in seqs}

@@ -478,8 +478,9 @@ if MCP_TURN_IDLE <= 0:
     raise ImproperlyConfigured("MCP_TURN_IDLE must be a positive number of seconds.")
 
 # Background work (docs/architecture.md#background-work): GM turns run in worker processes
-# (`manage.py task_worker`, the Procfile's `worker:`), which claim jobs from this database; any
-# number of them, on any number of machines, against one PostgreSQL (a NOTIFY wakes them).
+# (`manage.py task_worker`, the Procfile's `worker:`, up to `--threads` jobs at once each), which
+# claim jobs from this database; any number of them, on any number of machines, against one
+# PostgreSQL (a NOTIFY wakes them).
 TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
 
 # One handler, on the root logger: every record is printed once, by it. Django's own logging
