@@ -8,6 +8,9 @@ PostgreSQL delivers it when that commits, so a woken worker finds the row); the 
 (`manage.py task_worker`) hold a connection that `LISTEN`s and sleep on it until a job is
 written or the earliest job scheduled for later (`run_after`) is due. A worker still looks
 every `wait_max` seconds whatever it heard: a row put back to READY by hand sends nothing.
+A job scheduled for later (`run_after`: a turn's watchdog, an approval's expiry) says when in
+the NOTIFY's payload: the workers that hear it note the time and sleep on instead of every one
+of them looking at the queue for a job that is not due (a turn's claim writes one).
 
 Elsewhere (SQLite, the embedded default) there is nothing to listen on, and the worker polls
 every `interval` seconds as before. A listening connection that fails (the server restarted)
@@ -24,11 +27,14 @@ import logging
 import os
 import select
 import time
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import psycopg
 from django.db import connections
+from django.utils import timezone
+from django_tasks_db.models import get_date_max
 
 logger = logging.getLogger(__name__)
 
@@ -36,11 +42,40 @@ CHANNEL = "task_enqueued"
 
 
 def notify_enqueued(sender: Any, instance: Any, created: bool, using: str, **kwargs: Any) -> None:
-    """`post_save` of a job row (`DBTaskResult`): tell the listening workers a job was written."""
+    """`post_save` of a job row (`DBTaskResult`): tell the listening workers a job was written,
+    and when it is due if that is later (the payload: its `run_after`; empty: ready now)."""
     connection = connections[using]
     if created and connection.vendor == "postgresql":
+        later = instance.run_after != get_date_max() and instance.run_after > timezone.now()
         with connection.cursor() as cursor:
-            cursor.execute(f"NOTIFY {CHANNEL}")
+            cursor.execute(
+                f"NOTIFY {CHANNEL}, %s", [instance.run_after.isoformat() if later else ""]
+            )
+
+
+@dataclass
+class Heard:
+    """What ended a wait: a job ready now was written (`job`), the earliest `due` of the jobs
+    written for later, a `poke`; none of them: its time ran out."""
+
+    job: bool = False
+    due: datetime | None = None
+    poked: bool = False
+
+    @property
+    def quiet(self) -> bool:
+        return not (self.job or self.due or self.poked)
+
+    def noted(self, payload: str) -> None:
+        if not payload:
+            self.job = True
+            return
+        try:
+            due = datetime.fromisoformat(payload)
+        except ValueError:  # not ours: look at the queue, as for any job
+            self.job = True
+            return
+        self.due = due if self.due is None else min(self.due, due)
 
 
 class Wakeup:
@@ -106,9 +141,10 @@ class Wakeup:
             finally:
                 self.listener = None
 
-    def wait(self, seconds: float) -> bool:
+    def wait(self, seconds: float) -> Heard:
         """Sleep until a job is written, `poke` is called or `seconds` have passed (at most
-        `poll` seconds when not listening): whether an enqueue woke it."""
+        `poll` seconds when not listening): what woke it."""
+        heard = Heard()
         if not self.listening:
             self._listen()
         listener = self.listener
@@ -119,21 +155,23 @@ class Wakeup:
             readable, _, _ = select.select(ready, [], [], timeout)
         except (OSError, psycopg.Error):  # the listening connection's socket is gone
             self._failed()
-            return False
+            return heard
         if self._poked in readable:
+            heard.poked = True
             with contextlib.suppress(BlockingIOError):
                 os.read(self._poked, 4096)  # every poke so far: one look serves them all
         if fd is None or fd not in readable:
-            return False
+            return heard
         try:
             # Enqueues heard together: one look at the queue serves them all.
-            woken = bool(list(listener.notifies(timeout=0)))
+            for notify in listener.notifies(timeout=0):
+                heard.noted(notify.payload)
         except (OSError, psycopg.Error):
             self._failed()
-            return False
+            return heard
         if self._ending:  # the server said it ends the session (its FATAL comes before the EOF)
             self._failed()
-        return woken
+        return heard
 
     def _failed(self) -> None:
         logger.warning("the connection listening for jobs failed; polling until it is back")

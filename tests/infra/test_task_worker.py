@@ -12,10 +12,11 @@ from django_tasks_db.models import DBTaskResult
 
 from campaigns.models import Turn
 from gm import wakeup as wakeup_module
+from gm.management.commands import task_worker
 from gm.management.commands.task_worker import WakingWorker
 from gm.services import turn_submit
 from gm.tasks import run_turn
-from gm.wakeup import Wakeup
+from gm.wakeup import Heard, Wakeup
 from tests.conftest import World, postgres_only
 from tests.processes import worker_start
 
@@ -71,13 +72,28 @@ def test_an_idle_worker_with_nothing_scheduled_waits_its_longest(db):
 def test_a_job_wakes_a_listener_when_its_transaction_commits(transactional_db):
     with Wakeup("default", poll=0.1) as wakeup:
         assert wakeup.listening
-        assert wakeup.wait(0.2) is False  # nothing written
+        assert wakeup.wait(0.2).quiet  # nothing written
 
         with transaction.atomic():
             run_turn.enqueue(1)
-            assert wakeup.wait(0.2) is False  # not before it commits: the row is not there yet
-        assert wakeup.wait(DEADLINE) is True
-        assert wakeup.wait(0.2) is False  # one wake for one job
+            assert wakeup.wait(0.2).quiet  # not before it commits: the row is not there yet
+        assert wakeup.wait(DEADLINE) == Heard(job=True)
+        assert wakeup.wait(0.2).quiet  # one wake for one job
+
+
+@postgres_only
+def test_a_job_for_later_wakes_a_listener_with_the_time_it_is_due(transactional_db):
+    soon = timezone.now() + timedelta(seconds=30)
+    with Wakeup("default", poll=0.1) as wakeup:
+        with transaction.atomic():  # delivered together, at its commit
+            run_turn.using(run_after=soon + timedelta(seconds=5)).enqueue(1)
+            run_turn.using(run_after=soon).enqueue(2)
+        assert wakeup.wait(DEADLINE) == Heard(due=soon)  # the earlier of the two; no job now
+
+        with transaction.atomic():
+            run_turn.using(run_after=soon).enqueue(3)
+            run_turn.enqueue(4)  # heard together: a job to run now, and one for later
+        assert wakeup.wait(DEADLINE) == Heard(job=True, due=soon)
 
 
 @postgres_only
@@ -88,13 +104,13 @@ def test_a_listener_whose_connection_died_listens_again(transactional_db):
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                 "WHERE query = 'LISTEN task_enqueued' AND datname = current_database()"
             )
-        assert wakeup.wait(0.2) is False
+        assert wakeup.wait(0.2).quiet
         assert not wakeup.listening  # dropped: the worker polls meanwhile
 
-        assert wakeup.wait(0.1) is False  # listens again (and hears nothing yet)
+        assert wakeup.wait(0.1).quiet  # listens again (and hears nothing yet)
         assert wakeup.listening
         run_turn.enqueue(1)
-        assert wakeup.wait(DEADLINE) is True
+        assert wakeup.wait(DEADLINE).job
 
 
 def test_a_worker_that_cannot_listen_polls(db, monkeypatch):
@@ -110,7 +126,7 @@ def test_a_worker_that_cannot_listen_polls(db, monkeypatch):
             wakeup._drop()
             wakeup.retry_at = time.monotonic() + NEVER  # the server refuses it for now
         assert not wakeup.listening
-        assert wakeup.wait(NEVER) is False
+        assert wakeup.wait(NEVER).quiet
     assert slept == [0.05]  # the poll, not the wait it was asked
 
 
@@ -139,3 +155,48 @@ def test_the_start_line_says_how_the_worker_waits(transactional_db, caplog):
         worker(batch=True).run()  # nothing queued: it starts, looks once and ends
     postgres = connection.vendor == "postgresql"
     assert ("woken by NOTIFY" if postgres else "polling every 0.5 s") in caplog.text
+
+
+class Scripted:
+    """A listening wait that hears what it is given, one `Heard` per wait; then the worker
+    stops."""
+
+    listening = True
+
+    def __init__(self, waker: WakingWorker, heard: list[Heard]) -> None:
+        self.waker, self.heard, self.waits = waker, heard, []
+
+    def wait(self, seconds: float) -> Heard:
+        self.waits.append(seconds)
+        if not self.heard:
+            self.waker.running = False
+            return Heard()
+        return self.heard.pop(0)
+
+
+def test_a_worker_that_heard_only_jobs_for_later_does_not_look_at_the_queue(db, monkeypatch):
+    """Every worker hears every enqueue: a turn's watchdog, written with its claim, would
+    send them all to the queue for a job that is not due. They note its time instead."""
+    waker = worker()
+    monkeypatch.setattr(task_worker, "close_old_connections", lambda: None)  # the test's own
+    looks, asked = [], []
+    monkeypatch.setattr(waker, "claim_next", lambda: looks.append(1) or (None, True))
+    queue_due = waker.idle_wait
+
+    def idle_wait(wakeup):
+        asked.append(1)
+        return queue_due(wakeup)
+
+    monkeypatch.setattr(waker, "idle_wait", idle_wait)
+    later, sooner = (timezone.now() + timedelta(seconds=s) for s in (300, 100))
+    heard = [Heard(due=later), Heard(due=sooner), Heard(job=True), Heard(poked=True), Heard()]
+    wakeup = Scripted(waker, heard)
+
+    waker._claim_while_running(wakeup, pool=None)
+
+    # a look at the start, none for the jobs for later, one each after a job, a poke, a timeout
+    assert len(looks) == 4
+    assert len(asked) == 2  # the queue's earliest: at the start, and after the time ran out
+    first, after_later, after_sooner, *_ = wakeup.waits
+    assert first == NEVER  # nothing scheduled in the queue
+    assert 290 < after_later <= 300 and 90 < after_sooner <= 100  # till the earliest heard

@@ -22,6 +22,7 @@ import threading
 import time
 from argparse import ArgumentParser, ArgumentTypeError
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from types import FrameType
 from typing import Any
 
@@ -53,6 +54,7 @@ class WakingWorker(db_worker.Worker):
         self._lock = threading.RLock()
         self._running = 0  # jobs on a thread now
         self._claimed = 0  # jobs claimed since the start (--max-tasks counts these)
+        self.due: datetime | None = None  # when the job scheduled first is due, as last known
 
     def queue(self) -> Any:
         tasks = DBTaskResult.objects.using(self.alias).filter(backend_name=self.backend_name)
@@ -80,11 +82,14 @@ class WakingWorker(db_worker.Worker):
     def idle_wait(self, wakeup: Wakeup) -> float:
         """How long to sleep with nothing ready: until the job scheduled first is due, and at
         most `wait_max` when an enqueue can wake the worker, `interval` when it cannot."""
-        longest = self.wait_max if wakeup.listening else self.interval
         scheduled = self.queue().filter(status=TaskResultStatus.READY)
         scheduled = scheduled.exclude(run_after=get_date_max())
-        due = scheduled.aggregate(due=Min("run_after"))["due"]
-        return seconds_until(due, timezone.now(), longest)
+        self.due = scheduled.aggregate(due=Min("run_after"))["due"]
+        return self.wait_until_due(wakeup)
+
+    def wait_until_due(self, wakeup: Wakeup) -> float:
+        longest = self.wait_max if wakeup.listening else self.interval
+        return seconds_until(self.due, timezone.now(), longest)
 
     def run(self) -> None:
         if self.startup_delay and self.interval:
@@ -111,10 +116,17 @@ class WakingWorker(db_worker.Worker):
         # the pool's exit waited for every job that was running
 
     def _claim_while_running(self, wakeup: Wakeup, pool: ThreadPoolExecutor) -> None:
+        # Whether the queue may hold a ready job: false only once a look found none and the
+        # waits since heard nothing but jobs for later (their time is noted, `due`).
+        look = True
+        due_known = False  # `due` holds the queue's earliest and the enqueues heard since
         while self.running:
             close_old_connections()  # dropped or expired connections, after a wait
             room = self.busy() < self.threads and not self._claims_done()
-            task_result, read = self.claim_next() if room else (None, True)
+            task_result, read = (None, True)
+            if room and look:
+                task_result, read = self.claim_next()
+                look = task_result is not None or not read
             if task_result is not None:
                 self._start(pool, task_result)
                 continue  # room for another, perhaps: claim before any wait
@@ -125,13 +137,27 @@ class WakingWorker(db_worker.Worker):
                 if self.batch and read:
                     logger.info("No more tasks to run for worker_id=%s - exiting.", self.worker_id)
                     return
-            # Room and nothing ready: until a job is written or due. Full (or done claiming):
-            # until a thread ends, which pokes the wait (wait_max is only a backstop).
-            wait = self.idle_wait(wakeup) if room else self.wait_max
+            # Room and nothing ready: until a job is written or due (the queue says when, after
+            # a look; a NOTIFY's payload, after a wait that heard only jobs for later). Full (or
+            # done claiming): until a thread ends, which pokes the wait (wait_max: a backstop).
+            if not room:
+                wait = self.wait_max
+            elif due_known and wakeup.listening:
+                wait = self.wait_until_due(wakeup)
+            else:
+                wait = self.idle_wait(wakeup)
+                due_known = wakeup.listening
             close_old_connections()  # back to the pool before a wait, as db_worker does
-            if self.running:
-                logger.debug("worker_id=%s waits %.1f s for a job", self.worker_id, wait)
-                wakeup.wait(wait)
+            if not self.running:
+                continue
+            logger.debug("worker_id=%s waits %.1f s for a job", self.worker_id, wait)
+            heard = wakeup.wait(wait)
+            if heard.due is not None:
+                self.due = heard.due if self.due is None else min(self.due, heard.due)
+            look = look or heard.job or heard.poked or heard.quiet or not wakeup.listening
+            # Past the time it waited for, a job due was claimed (by this worker or another):
+            # ask the queue again. So too after a wait that could not hear every enqueue.
+            due_known = due_known and not heard.quiet and wakeup.listening
 
     def busy(self) -> int:
         with self._lock:
