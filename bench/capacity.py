@@ -36,9 +36,12 @@ action -> own event (the request sent, to the acting page's socket receiving the
 caused: its message, its roll, its move, its undo), action -> others' event (the same event at
 the table's four other pages), and fragment fetch (every GET a page makes after an event, and each
 board the server sends down a socket: from the arrival of the first event it reflects), each
-within p95 <= 200 ms; and a GM turn's start (its POST to its `gm_turn_started` at the actor's
-page), within p95 <= 1 s: past what the GM's workers run at once the turns queue, and a table
-whose GM answers after the turns queued before it is not carried, however fast its page; and
+within p95 <= 200 ms; and a GM turn's start (its `gm_turn_started` at the actor's page, from
+its POST, or from its table's previous turn's end when the turn was posted while the GM still
+answered that one: a table's GM answers its turns in order on any host), within p95 <= 1 s:
+past what the GM's workers run at once the turns queue, and a table whose GM answers after
+other tables' turns queued before it is not carried, however fast its page (POST -> started,
+that wait included, is printed beside it); and
 the errors (5xx, unexpected statuses, events lost: an action's event that a page neither
 received nor caught up with by a resync), the seq gaps (closed by reordering, or resynced as
 socket.js does), the offered load (actions/s, events/s received by the pages, fetches/s), CPU
@@ -92,8 +95,9 @@ MIX = {"gm_turn": 0.40, "roll": 0.28, "move": 0.28, "undo": 0.04}  # undo: ~1 tu
 APPROVE_AFTER = (1.0, 3.0)  # seconds the GM's page takes to approve a held call
 ALONE = 10  # GETs of each fragment with nothing else happening, after the first step
 BAR_MS = 200.0  # p95 of every measure, for a step to count as carried
-GM_START_MS = 1000.0  # p95 of a GM turn's POST -> its start at the actor's page: the workers
-# keep up (a worker is free within a second), rather than the turns queueing behind each other
+GM_START_MS = 1000.0  # p95 of a GM turn's start at the actor's page, from its POST or from the
+# end of its table's previous turn if that is later (the GM answers a table in order, whatever
+# the host): the workers keep up, rather than the turns queueing behind other tables' turns
 GM_ROUND_DELAY = 0.2  # GM_SCRIPTED_DELAY: seconds before each of the GM's rounds
 GM_WORD_DELAY = 0.04  # GM_SCRIPTED_WORD_DELAY: seconds before each word the GM says
 # Fragment measures with no request: the socket's message, from the first event it reflects.
@@ -571,6 +575,8 @@ class Stats:
     actions: list[tuple[str, int, float]] = field(default_factory=list)  # (label, status, ms)
     gm_turns: list[float] = field(default_factory=list)  # ms: turn POST -> own completed
     gm_started: list[float] = field(default_factory=list)  # ms: turn POST -> own started
+    # ms: the later of its POST and its table's previous turn's end -> its start
+    gm_free_started: list[float] = field(default_factory=list)
     words: list[int] = field(default_factory=list)  # words the GM said, per completed turn
     deltas: list[int] = field(default_factory=list)  # gm_text_delta events, per turn
     calls: list[int] = field(default_factory=list)  # tool calls, per completed GM turn
@@ -801,6 +807,10 @@ async def _people(conn: Connection, tables: list[dict[str, Any]]) -> None:
             await asyncio.sleep(0.2)
         if (started := ("gm_turn_started", turn)) in actor.seen:
             stats.gm_started.append((actor.seen[started] - sent) * 1000)
+            before = [t for t in posted_turns[table] if t < turn]
+            previous_end = actor.seen.get(("gm_turn_completed", max(before))) if before else None
+            free = max(sent, previous_end or sent)  # its table's GM free to answer it
+            stats.gm_free_started.append((actor.seen[started] - free) * 1000)
         if key in actor.seen:
             stats.gm_turns.append((actor.seen[key] - sent) * 1000)
             deltas = actor.gm_words.pop(turn, [])
@@ -811,6 +821,7 @@ async def _people(conn: Connection, tables: list[dict[str, Any]]) -> None:
             stats.calls.append(actor.calls.pop(turn, 0))
 
     latest_gm: dict[str, tuple[int, Person]] = {}  # table -> (its latest GM turn, its player)
+    posted_turns: dict[str, list[int]] = defaultdict(list)  # table -> its GM turns posted
 
     async def act(table: dict[str, Any], rng: random.Random) -> None:
         stats.started += 1
@@ -830,6 +841,7 @@ async def _people(conn: Connection, tables: list[dict[str, Any]]) -> None:
             status, body = await api(player, "POST turns/", "turns/", {"message": message})
             if status == 201:
                 latest_gm[table["id"]] = (body["id"], player)
+                posted_turns[table["id"]].append(body["id"])
                 spawn(gm_turn_done(table["id"], player, body["id"], sent))
                 await felt(table["id"], player, ("message_created", body["id"]), sent)
         elif action == "roll":
@@ -1168,7 +1180,8 @@ class Step:
         )
         if not posted:  # no turn asked for in the step: none queued
             return True
-        return bool(self.stats.gm_started) and self.p(self.stats.gm_started, 95) <= GM_START_MS
+        started = self.stats.gm_free_started
+        return bool(started) and self.p(started, 95) <= GM_START_MS
 
     @property
     def errors(self) -> int:
@@ -1300,7 +1313,13 @@ def report(step: Step) -> None:
         by_action[label].append(ms)
     for label in sorted(by_action):
         line(f"  {label} (its HTTP)", by_action[label])
-    line("GM turn: POST -> started", s.gm_started, f"  (in the bar at p95 <= {GM_START_MS:g} ms)")
+    line("GM turn: POST -> started", s.gm_started, "  (with the wait for its table's turn before)")
+    line(
+        "GM turn: free -> started",
+        s.gm_free_started,
+        f"  (in the bar at p95 <= {GM_START_MS:g} ms: from the later of its POST and its table's"
+        " previous turn's end)",
+    )
     line("GM turn: POST -> completed", s.gm_turns, "  (not in the bar: the GM's stream)")
     statuses = Counter((label, status) for label, status, _ in s.actions)
     fives = sum(1 for *_, st, _ in s.fetches + s.actions if st >= 500)
@@ -1344,7 +1363,8 @@ def report(step: Step) -> None:
         if not values or step.p(values, 95) > BAR_MS
     ]
     if not step.gm_start_ok:
-        misses.append(f"GM turn: POST -> started p95 {step.p(step.stats.gm_started, 95):.1f} ms")
+        missed = step.p(step.stats.gm_free_started, 95)
+        misses.append(f"GM turn: free -> started p95 {missed:.1f} ms")
     misses += [f"{step.errors} errors"] if step.errors else []
     print(
         f"bar (p95 <= {BAR_MS:g} ms on every measure, the GM's start <= {GM_START_MS:g} ms, "
@@ -1424,13 +1444,16 @@ def main(seconds: int, gap: int, workers: int, servers: int, steps: list[int]) -
             f" {step.stats.events / step.seconds:>8.1f}"
             f" {gets(step.stats) / step.seconds:>9.1f}"
             f" {own:>8.1f} {others:>10.1f} {fetch:>9.1f}"
-            f" {step.p(step.stats.gm_started, 95):>8.1f} {step.errors:>6}"
+            f" {step.p(step.stats.gm_free_started, 95):>8.1f} {step.errors:>6}"
             f" {step.cpu['server'] / minutes:>10.2f} {step.cpu['pg_redis'] / minutes:>8.2f}"
             f" {step.cpu['clients'] / minutes:>7.2f} {max(step.backends):>8}"
             f"  {'met' if step.carried else 'missed'}"
             + ("" if step.carried or not step.pages_carried else " (the GM's start alone)")
         )
-    print("(p95 in ms, GM start its POST -> started; CPU in seconds per table-minute)")
+    print(
+        "(p95 in ms, GM start from the later of its POST and its table's previous turn's end;"
+        " CPU in seconds per table-minute)"
+    )
     carried = [s.tables for s in done if s.carried]
     print(
         f"\nThis host carries {max(carried) if carried else 0} tables "
