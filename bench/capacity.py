@@ -1174,7 +1174,7 @@ class Step:
     @property
     def gm_start_ok(self) -> bool:
         """The GM's workers pick the turns up: a table whose GM starts answering only after
-        the turns queued before it is not carried, however fast its page."""
+        other tables' turns queued before it is not carried, however fast its page."""
         posted = sum(
             1 for label, st, _ in self.stats.actions if (label, st) == ("POST turns/", 201)
         )

@@ -573,3 +573,17 @@ def test_a_turn_pushed_to_several_classes_is_read_once_for_all(world: World):
     assert (gm[1], two[1], three[1]) == (1, 2, 3)
     assert two[0] == gm[0] + 1  # the players' fog
     assert three[0] == two[0]
+
+
+def test_a_turn_fetched_repeats_no_statement(world: World):
+    """`/feed/?turn=`'s drawing reads the turn's later actors once: `turn_read` read them for
+    the class's key, and the drawing takes them from it."""
+    turn = world.turn(world.player, "I move.")
+    player_moves_the_hero(world, turn, 1, 2)
+    rights = viewer_rights(campaign=world.campaign, user=world.owner)
+    fragments.renders.clear()
+    with CaptureQueriesContext(connection) as queries:
+        assert fragments.turn(campaign=world.campaign, rights=rights, turn_id=turn.pk)
+    statements = [q["sql"] for q in queries.captured_queries if "SAVEPOINT" not in q["sql"]]
+    assert fragments.renders["turn"] == 1  # drawn, not taken from the cache
+    assert len(statements) == len(set(statements)), statements

@@ -346,11 +346,15 @@ def _turn_drawing(
     feed_read: Callable[[], presenters.FeedRead] | None = None,
 ) -> Drawing:
     """The turn's drawing for this viewer's class: from `feed_read()` when a push draws it for
-    several classes (one read for all of them), else read for this viewer."""
+    several classes (one read for all of them), else read for this viewer; either way the
+    later turns' actors are `read`'s, which the class's key was made of."""
     turn_id = read.turn.pk
 
     def draw() -> str:
-        shared = feed_read() if feed_read is not None else None
+        if feed_read is None:
+            shared = presenters.feed_read(campaign=campaign, viewers=[rights], turn=read)
+        else:
+            shared = feed_read()
         turns = presenters.feed(campaign=campaign, rights=rights, turn_id=turn_id, read=shared)
         if not turns:
             return ""
