@@ -17,14 +17,15 @@ from audit.models import StatusTransition, ToolInvocation
 from audit.permissions import Rights
 from campaigns.models import (
     Campaign,
-    CampaignUserObjectPermission,
     ChatMessage,
     Creature,
     Membership,
     Turn,
 )
 from campaigns.permissions import is_audit_staff
+from campaigns.selectors import revert_any_granted
 from campaigns.visibility import Fog, Sight, call_hidden, fog_read, held_call_hidden, placed_cell
+from core.prepared import prepared
 from core.queries import get_or_not_found
 
 # Columns only revert needs; the API never shows them, so a page of the log does not load them.
@@ -103,15 +104,11 @@ FEED_CALL_FIELDS = (
 )
 
 
-def turn_feed(
-    *, campaign: Campaign, limit: int, turn_id: Any = None
-) -> tuple[list[Turn], dict[int, list[ChatMessage]], dict[int, list[dict[str, Any]]]]:
-    """The campaign page's feed: the last `limit` turns oldest first (or the one `turn_id`), the
-    messages of each (an undone turn's too, which its collapsed line expands to; a live turn's
-    only those still shown), and each turn's log rows as plain values, oldest first. Each
-    turn says whether it was `retried`. Three queries whatever the number of turns."""
+# The feed's reads, each compiled once (core/prepared.py): a turn is drawn after each of its
+# events.
+def _feed_turns(campaign_id: Any, limit: int, turn_id: Any) -> QuerySet[Turn]:
     turns = (
-        Turn.objects.filter(campaign=campaign)
+        Turn.objects.filter(campaign_id=campaign_id)
         .select_related("actor", "reverted_by")
         .annotate(
             retried=Exists(Turn.objects.filter(retry_of=OuterRef("pk"))),
@@ -120,44 +117,67 @@ def turn_feed(
     )
     if turn_id is not None:
         turns = turns.filter(pk=turn_id)
-    recent = list(turns.order_by("-created_at", "-pk")[:limit])[::-1]
-    ids = [t.pk for t in recent]
-    messages: dict[int, list[ChatMessage]] = defaultdict(list)
-    for message in (
-        ChatMessage.objects.filter(campaign=campaign, turn_id__in=ids)
+    return turns.order_by("-created_at", "-pk")[:limit]
+
+
+_feed_turns_read = prepared(_feed_turns)
+_feed_messages = prepared(
+    lambda campaign_id, turn_ids: (
+        ChatMessage.objects.filter(campaign_id=campaign_id, turn_id__in=turn_ids)
         .filter(Q(reverted=False) | Q(turn__reverted_at__isnull=False))
         .select_related("author")
         .order_by("created_at", "pk")
-    ):
-        messages[message.turn_id].append(message)
-    calls: dict[int, list[dict[str, Any]]] = defaultdict(list)
-    for row in (
-        ToolInvocation.objects.filter(campaign=campaign, turn_id__in=ids)
+    )
+)
+_feed_calls = prepared(
+    lambda campaign_id, turn_ids: (
+        ToolInvocation.objects.filter(campaign_id=campaign_id, turn_id__in=turn_ids)
         # A held call that was approved ran as a row of its own (`approval_of`), which the feed
         # shows; the held row it ran for is not a second call.
         .exclude(Exists(ToolInvocation.objects.filter(approval_of=OuterRef("pk"))))
         .order_by("sequence")
         .values("turn_id", "pk", *FEED_CALL_FIELDS)
-    ):
+    )
+)
+
+
+def turn_feed(
+    *, campaign: Campaign, limit: int, turn_id: Any = None
+) -> tuple[list[Turn], dict[int, list[ChatMessage]], dict[int, list[dict[str, Any]]]]:
+    """The campaign page's feed: the last `limit` turns oldest first (or the one `turn_id`), the
+    messages of each (an undone turn's too, which its collapsed line expands to; a live turn's
+    only those still shown), and each turn's log rows as plain values, oldest first. Each
+    turn says whether it was `retried`. Three queries whatever the number of turns."""
+    recent = _feed_turns_read(campaign.pk, limit, turn_id)[::-1]
+    ids = [t.pk for t in recent]
+    messages: dict[int, list[ChatMessage]] = defaultdict(list)
+    for message in _feed_messages(campaign.pk, ids):
+        messages[message.turn_id].append(message)
+    calls: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for row in _feed_calls(campaign.pk, ids):
         calls[row["turn_id"]].append(row)
     return recent, messages, calls
 
 
-def call_answers(*, campaign: Campaign, ids: list[Any]) -> dict[str, dict[str, Any]]:
-    """How each of these held calls was answered, by its id (as a string): `{by, to, reason}`
-    from its chained transition out of `awaiting_approval` (`to` is `pending` once approved).
-    One query for the feed, whatever the number of calls."""
-    links = (
+_answers = prepared(
+    lambda campaign_id, ids: (
         StatusTransition.objects.filter(
-            campaign=campaign,
+            campaign_id=campaign_id,
             invocation_id__in=ids,
             from_status=ToolInvocation.Status.AWAITING_APPROVAL,
         )
         .order_by("after_sequence", "ordinal")
         .values("invocation_id", "to_status", "reason", "by__username")
     )
+)
+
+
+def call_answers(*, campaign: Campaign, ids: list[Any]) -> dict[str, dict[str, Any]]:
+    """How each of these held calls was answered, by its id (as a string): `{by, to, reason}`
+    from its chained transition out of `awaiting_approval` (`to` is `pending` once approved).
+    One query for the feed, whatever the number of calls."""
     answers: dict[str, dict[str, Any]] = {}
-    for link in links:
+    for link in _answers(campaign.pk, list(ids)):
         answers.setdefault(
             str(link["invocation_id"]),
             {"by": link["by__username"] or "", "to": link["to_status"], "reason": link["reason"]},
@@ -182,17 +202,20 @@ def calls_outside_turns(
     return list(values[:limit])[::-1]
 
 
-def later_turn_actors(*, campaign: Campaign, since: Turn) -> list[tuple[int, int]]:
-    """(turn id, actor id) of `since` and every turn after it not yet undone, oldest first: who
-    would have to be allowed to revert for an undo from `since` onwards."""
-    return list(
-        Turn.objects.filter(campaign=campaign, reverted_at__isnull=True)
-        .filter(
-            Q(created_at__gt=since.created_at) | Q(created_at=since.created_at, pk__gte=since.pk)
-        )
+_later_actors = prepared(
+    lambda campaign_id, created_at, turn_id: (
+        Turn.objects.filter(campaign_id=campaign_id, reverted_at__isnull=True)
+        .filter(Q(created_at__gt=created_at) | Q(created_at=created_at, pk__gte=turn_id))
         .order_by("created_at", "pk")
         .values_list("pk", "actor_id")
     )
+)
+
+
+def later_turn_actors(*, campaign: Campaign, since: Turn) -> list[tuple[int, int]]:
+    """(turn id, actor id) of `since` and every turn after it not yet undone, oldest first: who
+    would have to be allowed to revert for an undo from `since` onwards."""
+    return _later_actors(campaign.pk, since.created_at, since.pk)
 
 
 def logged_calls(*, campaign: Campaign, ids: list[Any]) -> dict[str, dict[str, Any]]:
@@ -202,6 +225,32 @@ def logged_calls(*, campaign: Campaign, ids: list[Any]) -> dict[str, dict[str, A
         "pk", "tool_name", "input", "revert_snapshot", "post_state", "turn_id"
     )
     return {str(row["pk"]): row for row in rows}
+
+
+_held_rows = prepared(
+    lambda campaign_id: (
+        ToolInvocation.objects.filter(
+            campaign_id=campaign_id, status=ToolInvocation.Status.AWAITING_APPROVAL
+        )
+        .select_related("user")
+        .order_by("sequence")
+    )
+)
+
+
+def held_call_rows(*, campaign: Campaign) -> list[ToolInvocation]:
+    """The campaign's calls awaiting approval, oldest first, with who made each."""
+    return _held_rows(campaign.pk)
+
+
+_controllers_of = prepared(
+    lambda campaign_id, creature_ids: Creature.objects.filter(
+        campaign_id=campaign_id,
+        pk__in=creature_ids,
+        kind=Creature.Kind.PC,
+        controlled_by__isnull=False,
+    ).values_list("controlled_by_id", flat=True)
+)
 
 
 def held_call_affected_players(*, campaign: Campaign, row: Any) -> set[int]:
@@ -217,15 +266,34 @@ def held_call_affected_players(*, campaign: Campaign, row: Any) -> set[int]:
     }
     if not ids:
         return set()
-    return set(
-        Creature.objects.filter(
-            campaign=campaign, pk__in=ids, kind=Creature.Kind.PC, controlled_by__isnull=False
-        ).values_list("controlled_by_id", flat=True)
-    )
+    return set(_controllers_of(campaign.pk, sorted(ids)))
 
 
 # A turn the GM has yet to answer: queued, or running or paused on the held call it made.
 WAITING_TURNS = (Turn.Status.QUEUED, Turn.Status.RUNNING, Turn.Status.AWAITING_APPROVAL)
+
+
+_oldest_held = prepared(
+    lambda campaign_id: (
+        ToolInvocation.objects.filter(
+            campaign_id=campaign_id,
+            status=ToolInvocation.Status.AWAITING_APPROVAL,
+            turn__reverted_at__isnull=True,
+            # A GM turn holding its campaign's place (gm.tasks.HOLDING); an agent's call held in an
+            # open turn holds nobody up.
+            turn__status__in=(Turn.Status.RUNNING, Turn.Status.AWAITING_APPROVAL),
+        )
+        .order_by("sequence")
+        .values("pk", "tool_name", "turn_id", "user_id", "created_at")[:1]
+    )
+)
+_members_by_joining = prepared(
+    lambda campaign_id: (
+        Membership.objects.filter(campaign_id=campaign_id)
+        .order_by("joined_at", "pk")
+        .values_list("user_id", "user__username")
+    )
+)
 
 
 def held_call_waiting(*, campaign: Campaign) -> dict[str, Any] | None:
@@ -235,31 +303,14 @@ def held_call_waiting(*, campaign: Campaign) -> dict[str, Any] | None:
     owner and the co-GMs, the call's own player aside unless they own the table), since (when it
     was held), expires_at} — or None. A paused turn holds its campaign's place, so every later
     queued turn waits for this same answer. Two queries, three when a call is held."""
-    row = (
-        ToolInvocation.objects.filter(
-            campaign=campaign,
-            status=ToolInvocation.Status.AWAITING_APPROVAL,
-            turn__reverted_at__isnull=True,
-            # A GM turn holding its campaign's place (gm.tasks.HOLDING); an agent's call held in
-            # an open turn holds nobody up.
-            turn__status__in=(Turn.Status.RUNNING, Turn.Status.AWAITING_APPROVAL),
-        )
-        .order_by("sequence")
-        .values("pk", "tool_name", "turn_id", "user_id", "created_at")
-        .first()
-    )
-    if row is None:
+    found = _oldest_held(campaign.pk)
+    if not found:
         return None
-    granted = set(
-        CampaignUserObjectPermission.objects.filter(
-            content_object=campaign, permission__codename="revert_any_turn"
-        ).values_list("user_id", flat=True)
-    )
+    row = found[0]
+    granted = revert_any_granted(campaign=campaign)
     on = [
         name
-        for user_id, name in Membership.objects.filter(campaign=campaign)
-        .order_by("joined_at", "pk")
-        .values_list("user_id", "user__username")
+        for user_id, name in _members_by_joining(campaign.pk)
         if user_id == campaign.owner_id or (user_id in granted and user_id != row["user_id"])
     ]
     return {

@@ -5,6 +5,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.db.models import CharField, QuerySet, Value
 from django.utils import timezone
@@ -32,6 +33,7 @@ from campaigns.models import (
 from campaigns.permissions import is_audit_staff, is_member
 from campaigns.visibility import Sight, state_seen
 from core.errors import Gone, NotFound
+from core.prepared import prepared
 from core.queries import get_or_not_found
 
 
@@ -39,8 +41,44 @@ def _iso(value: Any) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-def _rows(queryset: QuerySet, *fields: str) -> list[dict[str, Any]]:
-    return list(queryset.order_by("pk").values(*fields))
+def _world_rows(model: type, *fields: str) -> prepared:
+    """One table of the dump: the campaign's rows of `model`, by primary key."""
+    return prepared(
+        lambda campaign_id: (
+            model.objects.filter(campaign_id=campaign_id).order_by("pk").values(*fields)
+        )
+    )
+
+
+# The dump's reads, each compiled once (core/prepared.py): the campaign page draws the board from
+# the dump after every event that changes the world.
+_campaign_row = prepared(lambda campaign_id: Campaign.objects.filter(pk=campaign_id))
+_world = {
+    "members": prepared(
+        lambda campaign_id: (
+            Membership.objects.filter(campaign_id=campaign_id)
+            .order_by("user_id")
+            .values("user_id", "role")
+        )
+    ),
+    "creatures": _world_rows(
+        Creature,
+        "id",
+        *(f"{name}_id" if name == "controlled_by" else name for name in Creature.SHOWN),
+    ),
+    "resources": _world_rows(
+        Resource, "id", "creature_id", "name", "current", "maximum", "recharge"
+    ),
+    "resource_events": _world_rows(ResourceEvent, "id", "resource_id", "delta", "reason"),
+    "items": _world_rows(InventoryItem, "id", "creature_id", "name", "quantity"),
+    "chapters": _world_rows(Chapter, "id", "title", "position"),
+    "dungeons": _world_rows(Dungeon, "id", "name"),
+    "encounters": _world_rows(Encounter, "id", "active", "round", "turn_index", "order"),
+    "fog": _world_rows(FogCell, "id", "x", "y"),
+    "memories": _world_rows(GMMemory, "id", "key", "content"),
+    "achievements": _world_rows(Achievement, "id", "user_id", "code"),
+    "episodes": _world_rows(Episode, "id", "number", "active", "summary", "ended_at"),
+}
 
 
 def campaign_state(campaign: Campaign) -> dict[str, Any]:
@@ -49,73 +87,57 @@ def campaign_state(campaign: Campaign) -> dict[str, Any]:
     Stable ordering and only values a revert restores (no creation timestamps), so two dumps
     taken before a tool call and after its revert compare equal byte for byte.
     """
-    campaign = Campaign.objects.get(pk=campaign.pk)
-    cid = campaign.pk
+    return campaign_world(campaign)[1]
+
+
+def campaign_world(campaign: Campaign) -> tuple[int, dict[str, Any]]:
+    """The dump (`campaign_state`) and the number of the campaign's last event when it was read:
+    the campaign's row comes first, with its `event_seq`, so the dump reflects every event up to
+    that number (and may reflect a later one's change, never miss an earlier one's)."""
+    fresh = campaign_fresh(campaign_id=campaign.pk)
+    return fresh.event_seq, world_dump(fresh)
+
+
+def world_dump(fresh: Campaign) -> dict[str, Any]:
+    """The dump of a campaign row just read: its fields, and its world's tables read now."""
+    rows = {name: read(fresh.pk) for name, read in _world.items()}
     return {
         "campaign": {
-            "id": str(cid),
-            "name": campaign.name,
-            "status": campaign.status,
-            "completed_at": _iso(campaign.completed_at),
-            "current_chapter_id": campaign.current_chapter_id,
-            "active_dungeon_id": campaign.active_dungeon_id,
-            "active_encounter_id": campaign.active_encounter_id,
-            "scene": campaign.scene,
-            "location": campaign.location,
+            "id": str(fresh.pk),
+            "name": fresh.name,
+            "status": fresh.status,
+            "completed_at": _iso(fresh.completed_at),
+            "current_chapter_id": fresh.current_chapter_id,
+            "active_dungeon_id": fresh.active_dungeon_id,
+            "active_encounter_id": fresh.active_encounter_id,
+            "scene": fresh.scene,
+            "location": fresh.location,
         },
-        "members": list(
-            Membership.objects.filter(campaign_id=cid).order_by("user_id").values("user_id", "role")
-        ),
-        "creatures": _rows(
-            Creature.objects.filter(campaign_id=cid),
-            "id",
-            *(f"{name}_id" if name == "controlled_by" else name for name in Creature.SHOWN),
-        ),
-        "resources": _rows(
-            Resource.objects.filter(campaign_id=cid),
-            "id",
-            "creature_id",
-            "name",
-            "current",
-            "maximum",
-            "recharge",
-        ),
-        "resource_events": _rows(
-            ResourceEvent.objects.filter(campaign_id=cid), "id", "resource_id", "delta", "reason"
-        ),
-        "items": _rows(
-            InventoryItem.objects.filter(campaign_id=cid), "id", "creature_id", "name", "quantity"
-        ),
-        "chapters": _rows(Chapter.objects.filter(campaign_id=cid), "id", "title", "position"),
-        "dungeons": _rows(Dungeon.objects.filter(campaign_id=cid), "id", "name"),
-        "encounters": _rows(
-            Encounter.objects.filter(campaign_id=cid),
-            "id",
-            "active",
-            "round",
-            "turn_index",
-            "order",
-        ),
-        "fog": _rows(FogCell.objects.filter(campaign_id=cid), "id", "x", "y"),
-        "memories": _rows(GMMemory.objects.filter(campaign_id=cid), "id", "key", "content"),
-        "achievements": _rows(Achievement.objects.filter(campaign_id=cid), "id", "user_id", "code"),
-        "episodes": [
-            {**row, "ended_at": _iso(row["ended_at"])}
-            for row in _rows(
-                Episode.objects.filter(campaign_id=cid),
-                "id",
-                "number",
-                "active",
-                "summary",
-                "ended_at",
-            )
-        ],
+        **rows,
+        "episodes": [{**row, "ended_at": _iso(row["ended_at"])} for row in rows["episodes"]],
     }
+
+
+_event_seq = prepared(
+    lambda campaign_id: Campaign.objects.filter(pk=campaign_id).values_list("event_seq", flat=True)
+)
+
+
+def campaign_fresh(*, campaign_id: Any) -> Campaign:
+    """The campaign as it is now (its event numbers read fresh), whoever asks: for code that has
+    checked who asks already, or asks for nobody (a push of the page's fragments)."""
+    found = _campaign_row(campaign_id)
+    if not found:
+        raise Campaign.DoesNotExist("Campaign matching query does not exist.")
+    return found[0]
 
 
 def campaign_event_seq(*, campaign_id: Any) -> int:
     """The number of the campaign's last realtime event, read fresh from the database."""
-    return Campaign.objects.filter(pk=campaign_id).values_list("event_seq", flat=True).get()
+    found = _event_seq(campaign_id)
+    if not found:
+        raise Campaign.DoesNotExist("Campaign matching query does not exist.")
+    return found[0]
 
 
 @contextmanager
@@ -150,8 +172,8 @@ def campaign_state_at_seq(campaign: Campaign, *, sight: Sight) -> dict[str, Any]
     read in one snapshot: a client that applies the events after `seq` on top of it misses
     nothing and applies nothing twice."""
     with one_snapshot():
-        seq = campaign_event_seq(campaign_id=campaign.pk)
-        return {"seq": seq, **state_seen(campaign_state(campaign), sight)}
+        seq, dump = campaign_world(campaign)
+        return {"seq": seq, **state_seen(dump, sight)}
 
 
 def nearest_free(
@@ -177,10 +199,19 @@ def map_free_cell(*, campaign: Campaign, near: tuple[int, int] = (0, 0)) -> tupl
     return nearest_free(occupied, near=near, cols=campaign.map_cols, rows=campaign.map_rows)
 
 
+_background_version = prepared(
+    lambda campaign_id: (
+        MapBackground.objects.filter(campaign_id=campaign_id)
+        .order_by("pk")
+        .values_list("version", flat=True)[:1]
+    )
+)
+
+
 def map_background_version(*, campaign: Campaign) -> int | None:
     """The background's version (the page's cache key), None without one; the bytes stay put."""
-    rows = MapBackground.objects.filter(campaign_id=campaign.pk).values_list("version", flat=True)
-    return rows.first()
+    found = _background_version(campaign.pk)
+    return found[0] if found else None
 
 
 def map_background_get(*, campaign: Campaign) -> Any:
@@ -220,40 +251,72 @@ def campaign_list_for_member(*, user: Any) -> QuerySet[Campaign]:
     )
 
 
+_revert_any_granted = prepared(
+    lambda campaign_id: CampaignUserObjectPermission.objects.filter(
+        content_object_id=campaign_id, permission__codename="revert_any_turn"
+    ).values_list("user_id", flat=True)
+)
+
+
+def revert_any_granted(*, campaign: Campaign) -> set[int]:
+    """The members granted `revert_any_turn` (the co-GMs), read from guardian's direct-FK table."""
+    return set(_revert_any_granted(campaign.pk))
+
+
+_members_joined = prepared(
+    lambda campaign_id: (
+        Membership.objects.filter(campaign_id=campaign_id)
+        .select_related("user")
+        .order_by("joined_at")
+    )
+)
+
+
 def campaign_members(*, campaign: Campaign) -> list[dict[str, Any]]:
     """Members with their role and whether they hold `revert_any_turn`: two queries, however
     many members (the grant is read from guardian's direct-FK table)."""
-    granted = set(
-        CampaignUserObjectPermission.objects.filter(
-            content_object=campaign, permission__codename="revert_any_turn"
-        ).values_list("user_id", flat=True)
-    )
-    memberships = (
-        Membership.objects.filter(campaign=campaign).select_related("user").order_by("joined_at")
-    )
+    granted = revert_any_granted(campaign=campaign)
     return [
         {
             "username": m.user.get_username(),
             "role": m.role,
             "can_revert_any": m.user_id in granted,
         }
-        for m in memberships
+        for m in _members_joined(campaign.pk)
     ]
+
+
+_member_names = prepared(
+    lambda campaign_id: Membership.objects.filter(campaign_id=campaign_id).values_list(
+        "user_id", "user__username"
+    )
+)
 
 
 def campaign_member_names(*, campaign: Campaign) -> dict[int, str]:
     """User id → username of every member: how the page names people in text and events."""
-    rows = Membership.objects.filter(campaign=campaign).values_list("user_id", "user__username")
-    return dict(rows)
+    return dict(_member_names(campaign.pk))
+
+
+_turn_row = prepared(
+    lambda campaign_id, turn_id: Turn.objects.filter(campaign_id=campaign_id, pk=turn_id)
+)
 
 
 def turn_get(*, campaign: Campaign, turn_id: Any, lock: bool = False) -> Turn:
     """A turn of this campaign; one of another campaign, or a malformed id, is NotFound. With
     `lock`, the turn row is locked (undo holds it while it reverts the turn's calls)."""
-    turns = Turn.objects.filter(campaign=campaign)
     if lock:
-        turns = turns.select_for_update()
-    return get_or_not_found(turns, pk=turn_id)
+        return get_or_not_found(
+            Turn.objects.filter(campaign=campaign).select_for_update(), pk=turn_id
+        )
+    try:
+        found = _turn_row(campaign.pk, turn_id)
+    except (ValidationError, ValueError, TypeError) as exc:
+        raise NotFound() from exc
+    if not found:
+        raise NotFound()
+    return found[0]
 
 
 def creature_get(*, campaign: Campaign, creature_id: Any) -> Creature:
@@ -266,23 +329,34 @@ def creature_names(*, campaign: Campaign) -> dict[int, str]:
     return creature_names_in(campaign_ids=[campaign.pk])
 
 
+_names_in = prepared(
+    lambda campaign_ids: Creature.objects.filter(campaign_id__in=campaign_ids).values_list(
+        "pk", "name"
+    )
+)
+
+
 def creature_names_in(*, campaign_ids: Iterable[Any]) -> dict[int, str]:
     """The same for the creatures of several campaigns, in one query (a creature's id is
     unique across campaigns): an admin page lists calls of many."""
-    return dict(
-        Creature.objects.filter(campaign_id__in=list(campaign_ids)).values_list("pk", "name")
+    return dict(_names_in(list(campaign_ids)))
+
+
+def _labels(campaign_id: Any) -> QuerySet:
+    chapters = Chapter.objects.filter(campaign_id=campaign_id).values_list("pk", "title").order_by()
+    dungeons = Dungeon.objects.filter(campaign_id=campaign_id).values_list("pk", "name").order_by()
+    return chapters.annotate(kind=Value("chapter", output_field=CharField())).union(
+        dungeons.annotate(kind=Value("dungeon", output_field=CharField())), all=True
     )
+
+
+_labels_read = prepared(_labels)
 
 
 def world_labels(*, campaign_id: Any) -> dict[str, str]:
     """The names of the campaign's chapters and dungeons by entity key (`chapter:3` ->
     "Depths"), for the words of logged calls that name them by id; one query."""
-    chapters = Chapter.objects.filter(campaign_id=campaign_id).values_list("pk", "title").order_by()
-    dungeons = Dungeon.objects.filter(campaign_id=campaign_id).values_list("pk", "name").order_by()
-    tagged = chapters.annotate(kind=Value("chapter", output_field=CharField())).union(
-        dungeons.annotate(kind=Value("dungeon", output_field=CharField())), all=True
-    )
-    return {f"{kind}:{pk}": label for pk, label, kind in tagged}
+    return {f"{kind}:{pk}": label for pk, label, kind in _labels_read(campaign_id)}
 
 
 def creatures_added(*, campaign: Campaign, limit: int, creature_id: Any = None) -> list[Creature]:
@@ -310,11 +384,19 @@ def rolls_outside_turns(*, campaign: Campaign, limit: int) -> list[DiceRoll]:
     return list(rolls.order_by("-created_at", "-pk")[:limit])[::-1]
 
 
+_rolls_of_turns = prepared(
+    lambda campaign_id, turn_ids: (
+        DiceRoll.objects.filter(campaign_id=campaign_id, turn_id__in=turn_ids)
+        .select_related("author")
+        .order_by("created_at", "pk")
+    )
+)
+
+
 def turn_rolls(*, campaign: Campaign, turn_ids: list[int]) -> dict[int, list[DiceRoll]]:
     """The rolls made during each of these turns (the GM's `roll_dice`), oldest first."""
     rolls: dict[int, list[DiceRoll]] = defaultdict(list)
-    of_turns = roll_list(campaign=campaign).filter(turn_id__in=turn_ids)
-    for roll in of_turns.order_by("created_at", "pk"):
+    for roll in _rolls_of_turns(campaign.pk, list(turn_ids)):
         rolls[roll.turn_id].append(roll)
     return rolls
 
@@ -345,6 +427,11 @@ def invite_get_usable(*, token: str, user: Any, lock: bool = False) -> tuple[Inv
     return invite, False
 
 
+_invites_newest_first = prepared(
+    lambda campaign_id: Invite.objects.filter(campaign_id=campaign_id).order_by("-created_at")
+)
+
+
 def invite_list(*, campaign: Campaign) -> list[Invite]:
     """The campaign's invite links, newest first (their tokens are not kept: only the rows)."""
-    return list(Invite.objects.filter(campaign=campaign).order_by("-created_at"))
+    return _invites_newest_first(campaign.pk)

@@ -24,6 +24,7 @@ from campaigns.events import (
 )
 from campaigns.models import Campaign, Creature, FogCell
 from campaigns.permissions import runs_table
+from core.prepared import prepared
 
 Cell = tuple[int, int]
 
@@ -78,28 +79,38 @@ def fog_of_state(state: dict[str, Any]) -> Fog:
     )
 
 
-def fog_read(
-    *, campaign_id: Any, creature_ids: Iterable[int] | None = None, cells: Iterable[Cell] = ()
-) -> Fog:
-    """The facts read from the database in one query: the creatures named (all of the
-    campaign's with None) and the fog over their cells and over `cells`."""
+def _facts(campaign_id: Any, creature_ids: list[int] | None, cells: list[int]) -> Any:
+    """The facts' one query: the creatures (those of `creature_ids`, or all), the revealed
+    cells among theirs and `cells` (x, y, x, y ...), and whether any cell is revealed."""
     fog = FogCell.objects.filter(campaign_id=campaign_id)
     creatures = Creature.objects.filter(campaign_id=campaign_id)
     if creature_ids is not None:
-        creatures = creatures.filter(pk__in=sorted(creature_ids))
+        creatures = creatures.filter(pk__in=creature_ids)
     over = Q(Exists(creatures.filter(x=OuterRef("x"), y=OuterRef("y"))))
-    for x, y in set(cells):
+    for x, y in zip(cells[::2], cells[1::2], strict=True):
         over |= Q(x=x, y=y)
     blank = (Value(0), Value(""))
-    rows = creatures.values_list(Value("creature"), "pk", "kind", "x", "y").union(
+    return creatures.values_list(Value("creature"), "pk", "kind", "x", "y").union(
         fog.filter(over).values_list(Value("cell"), *blank, "x", "y"),
         Campaign.objects.filter(Exists(fog), pk=campaign_id).values_list(
             Value("fog"), *blank, Value(0), Value(0)
         ),
         all=True,
     )
+
+
+_facts_read = prepared(_facts)
+
+
+def fog_read(
+    *, campaign_id: Any, creature_ids: Iterable[int] | None = None, cells: Iterable[Cell] = ()
+) -> Fog:
+    """The facts read from the database in one query: the creatures named (all of the
+    campaign's with None) and the fog over their cells and over `cells`."""
+    ids = None if creature_ids is None else sorted(creature_ids)
+    flat = [n for cell in sorted(set(cells)) for n in cell]
     facts: dict[str, list] = {"creature": [], "cell": [], "fog": []}
-    for what, pk, kind, x, y in rows:
+    for what, pk, kind, x, y in _facts_read(campaign_id, ids, flat):
         facts[what].append((pk, kind, (x, y)))
     return Fog(
         in_play=bool(facts["fog"]),

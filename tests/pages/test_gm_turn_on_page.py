@@ -2,6 +2,7 @@
 thinking, Stop and Retry, each offered only to those the turn services let use them."""
 
 import threading
+from typing import Any
 
 import pytest
 from django.db import connection, transaction
@@ -9,7 +10,7 @@ from django.test import Client
 
 from audit import selectors as audit_selectors
 from audit.services import turn_undo
-from campaigns.models import ChatMessage, Turn
+from campaigns.models import Turn
 from gm.runner import turn_close
 from gm.services import turn_cancel, turn_retry, turn_submit
 from tests.conftest import World, signed_in
@@ -102,18 +103,18 @@ def test_a_retried_turn_offers_retry_no_more_and_its_retry_is_thinking(world: Wo
 
 
 class _CommitsFirst:
-    """Stands for `ChatMessage` in audit.selectors: the first time the feed asks for messages,
-    `writer` runs (and commits, unless it must wait for the reader) before the query does."""
+    """Stands for the feed's read of messages in audit.selectors: the first time the feed asks
+    for messages, `writer` runs (and commits, unless it must wait for the reader) before the
+    query does."""
 
-    def __init__(self, writer: threading.Thread) -> None:
-        self.writer = writer
+    def __init__(self, writer: threading.Thread, read: Any) -> None:
+        self.writer, self.read = writer, read
 
-    @property
-    def objects(self):
+    def __call__(self, *args: Any) -> Any:
         if not self.writer.is_alive() and self.writer.ident is None:
             self.writer.start()
             self.writer.join(timeout=2)
-        return ChatMessage.objects
+        return self.read(*args)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -136,7 +137,8 @@ def test_a_turn_is_drawn_from_one_moment_while_the_gm_finishes_it(world: World, 
             connection.close()
 
     writer = threading.Thread(target=gm_finishes)
-    monkeypatch.setattr(audit_selectors, "ChatMessage", _CommitsFirst(writer))
+    read = audit_selectors._feed_messages
+    monkeypatch.setattr(audit_selectors, "_feed_messages", _CommitsFirst(writer, read))
     html = fragment(signed_in(world.player), world, turn)
     writer.join(timeout=30)
 

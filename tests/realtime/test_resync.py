@@ -115,7 +115,7 @@ def test_state_and_its_seq_are_read_in_one_snapshot(world, monkeypatch):
             connection.close()
 
     writer = threading.Thread(target=commit_a_hit)
-    real_dump = selectors.campaign_state
+    real_dump = selectors.world_dump
     committed_during_the_read: list[bool] = []
 
     def dump_after_a_concurrent_commit(campaign):
@@ -124,7 +124,7 @@ def test_state_and_its_seq_are_read_in_one_snapshot(world, monkeypatch):
         committed_during_the_read.append(not writer.is_alive())
         return real_dump(campaign)
 
-    monkeypatch.setattr(selectors, "campaign_state", dump_after_a_concurrent_commit)
+    monkeypatch.setattr(selectors, "world_dump", dump_after_a_concurrent_commit)
     state = fetch_state(world)
     writer.join(timeout=30)
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from ai_tools.base import Names
 from audit.models import ToolInvocation
-from audit.selectors import Rights, held_call_affected_players
+from audit.selectors import Rights, held_call_affected_players, held_call_rows
 from audit.services.dispatch import approval_deadline
 from campaigns.models import Campaign
 from campaigns.selectors import creature_names_in, world_labels
@@ -37,13 +37,7 @@ HeldCalls = tuple[list[ToolInvocation], dict[Any, set[int]]]
 def held_calls(*, campaign: Campaign) -> HeldCalls:
     """The campaign's held calls, oldest first, and the players each would change (one query,
     and one more for each critical call among them)."""
-    held = list(
-        ToolInvocation.objects.filter(
-            campaign=campaign, status=ToolInvocation.Status.AWAITING_APPROVAL
-        )
-        .select_related("user")
-        .order_by("sequence")
-    )
+    held = held_call_rows(campaign=campaign)
     return held, {row.pk: held_call_affected_players(campaign=campaign, row=row) for row in held}
 
 

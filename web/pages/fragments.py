@@ -55,7 +55,7 @@ from django.template.loader import render_to_string
 
 from audit.selectors import Rights
 from campaigns.models import Campaign, Turn
-from campaigns.selectors import campaign_event_seq, campaign_state
+from campaigns.selectors import campaign_fresh, campaign_world
 from core.errors import NotFound
 from web.pages import approvals as cards
 from web.pages import board as boards
@@ -195,11 +195,9 @@ def world(campaign: Campaign) -> tuple[int, dict[str, Any]]:
     board (each draws it as its sight sees it; the dump is most of what a drawing costs), with
     the number of the last event it reflects, read before it."""
 
-    def read() -> tuple[int, dict[str, Any]]:
-        seq = campaign_event_seq(campaign_id=campaign.pk)
-        return seq, campaign_state(campaign)
-
-    return _kept(f"fragment:{campaign.pk}:{campaign.drawn_seq}:state", read)
+    return _kept(
+        f"fragment:{campaign.pk}:{campaign.drawn_seq}:state", partial(campaign_world, campaign)
+    )
 
 
 def for_sight(
@@ -518,7 +516,7 @@ def pushed_fragments(
     The parts are drawn one after the other, the board first and the turns (the costliest)
     last; `sent(part, messages)` is told each part's messages for every viewer as soon as it is
     drawn, so that a card or a board does not wait for a turn drawn in the same push."""
-    campaign = Campaign.objects.get(pk=campaign_id)
+    campaign = campaign_fresh(campaign_id=campaign_id)
     turns = sorted(t for t in changed if part_of(t) == "turn")
     entries = sorted((k for k in changed if isinstance(k, tuple)), key=str)
     if not any("turn" in wanted for _, wanted in viewers):

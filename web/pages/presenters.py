@@ -35,7 +35,7 @@ from campaigns.selectors import (
     campaign_event_seq,
     campaign_member_names,
     campaign_members,
-    campaign_state,
+    campaign_world,
     creature_names,
     creatures_added,
     invite_list,
@@ -600,7 +600,7 @@ def board_parts(
     `world`: (that number, the campaign's dump read after it), as web/pages/fragments.py keeps
     one per event for every class's board; None: both read now."""
     if world is None:
-        world = (event_seq(campaign), campaign_state(campaign))
+        world = campaign_world(campaign)
     seq, dump = world
     state = state_seen(dump, rights.sight)
     people = campaign_member_names(campaign=campaign)
