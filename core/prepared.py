@@ -31,7 +31,7 @@ from django.db.models import QuerySet
 _probes = itertools.count(1_000_003)  # distinct integers, unlike the constants of a read
 MAX_STATEMENTS = 64  # kept per read; past it, a new static value is read as a plain queryset
 _INT64 = (-(2**63), 2**63 - 1)
-PLAIN = object()  # a read kept as a plain queryset: no statement to prepare
+PLAIN = object()  # run as a plain queryset: there is no statement to prepare
 
 
 def _clone(thing: Any) -> Any:
@@ -125,41 +125,50 @@ class prepared:  # noqa: N801 (a decorator, named as functools' are)
         self.build = build
         self.__doc__ = build.__doc__
         self._statements: dict[tuple[Any, ...], _Statement] = {}
-        self._static: dict[tuple[Any, ...], frozenset[int]] = {}  # by shape: static arguments
+        self._static: dict[tuple[Any, ...], Any] = {}  # by shape: the static arguments, or PLAIN
         self._lock = threading.Lock()
 
     def __call__(self, *args: Any) -> list[Any]:
         alias = DEFAULT_DB_ALIAS
         shape = (connections[alias].vendor, *(_shape(a) for a in args))
         static = self._static.get(shape)
-        statement = self._statements.get(shape if static is None else _key(shape, static, args))
-        if statement is None:
+        statement = None
+        if static is not None and static is not PLAIN:
+            statement = self._statements.get(_key(shape, static, args))
+        if statement is None and static is not PLAIN:
             with self._lock:
                 statement = self._prepare(alias, shape, args)
         values = _flat(args)
-        if statement is PLAIN or any(
+        if statement in (None, PLAIN) or any(
             type(v) is int and not _INT64[0] <= v <= _INT64[1] for v in values
-        ):
-            return list(self.build(*args))  # Django answers a number beyond any column: none
+        ):  # no statement for it (above), or a number beyond any column: Django answers none
+            return list(self.build(*args))
         return statement.rows(alias, values)
 
     def _prepare(self, alias: str, shape: tuple[Any, ...], args: tuple[Any, ...]) -> Any:
+        """The statement for these arguments, compiled now if need be; PLAIN when the read is
+        to be run as a plain queryset: a shape that compiles to nothing (`__in` an empty list:
+        Django answers without a query), or a new value of a static argument past
+        MAX_STATEMENTS."""
         static = self._static.get(shape)
         if static is None:  # first sight of this shape: which arguments are static
             try:
                 static = self._find_static(alias, args)
-            except (ValueError, TypeError, ValidationError, EmptyResultSet, FullResultSet):
-                static = frozenset(range(len(args)))  # a probe the read refuses (a UUID's text
-                # where a number goes) or that leaves it no statement
+            except (EmptyResultSet, FullResultSet):
+                static = PLAIN
+            except (ValueError, TypeError, ValidationError):  # a probe the read refuses (a
+                static = frozenset(range(len(args)))  # UUID's text where a number goes)
             self._static[shape] = static
+        if static is PLAIN:
+            return PLAIN
         key = _key(shape, static, args)
         if key not in self._statements:
-            if len(self._statements) >= MAX_STATEMENTS:  # a static argument of many values
+            if len(self._statements) >= MAX_STATEMENTS:
                 return PLAIN
             try:
                 self._statements[key] = self._compile(alias, args, static)
-            except (EmptyResultSet, FullResultSet):  # `__in` nothing: Django answers [] itself
-                self._statements[key] = PLAIN
+            except (EmptyResultSet, FullResultSet):
+                return PLAIN
         return self._statements[key]
 
     def _find_static(self, alias: str, args: tuple[Any, ...]) -> frozenset[int]:

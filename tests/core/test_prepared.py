@@ -198,3 +198,18 @@ def test_statements_kept_per_read_are_bounded(two_worlds, monkeypatch):
     for count in (1, 2, 3, 4, 1):
         assert read(first.campaign.pk, count) == everyone[:count]
     assert len(read._statements) == 2
+
+
+def test_an_empty_list_leaves_the_read_prepared_for_every_other(two_worlds, monkeypatch):
+    first, second = two_worlds
+    monkeypatch.setattr("core.prepared.MAX_STATEMENTS", 2)
+    read = prepared(
+        lambda campaign_id, names: Creature.objects.filter(campaign_id=campaign_id, name__in=names)
+        .order_by("pk")
+        .values_list("name", flat=True)
+    )
+    for world in (first, second, first, second):
+        assert read(world.campaign.pk, []) == []  # a campaign's empty list, again and again
+    assert read(first.campaign.pk, ["Orc"]) == ["Orc"]
+    assert read(second.campaign.pk, ["Goblin"]) == ["Goblin"]
+    assert len(read._statements) == 1
