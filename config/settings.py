@@ -296,7 +296,7 @@ TOKEN_TTL = int(os.environ.get("TOKEN_TTL", str(7 * 24 * 3600)))
 if os.environ.get("REDIS_URL"):
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "core.redis_pool.RedisCache",
             "LOCATION": os.environ["REDIS_URL"],
             "KEY_PREFIX": "cache",
             # a request's cache object would otherwise connect anew (core/redis_pool.py)
@@ -317,7 +317,7 @@ else:
 # event number, so a process's own copy is never stale, only drawn once more.
 CACHES["fragments"] = (
     {
-        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "BACKEND": "core.redis_pool.RedisCache",
         "LOCATION": os.environ["REDIS_URL"],
         "KEY_PREFIX": "fragments",
         "OPTIONS": {"pool_class": "core.redis_pool.ProcessConnectionPool"},
