@@ -163,9 +163,11 @@ def test_another_thread_reads_on_its_own_connection():
 
 
 turns_since = prepared(
-    lambda campaign_id, since: Turn.objects.filter(campaign_id=campaign_id, created_at__gte=since)
-    .order_by("pk")
-    .values_list("pk", flat=True)
+    lambda campaign_id, since: (
+        Turn.objects.filter(campaign_id=campaign_id, created_at__gte=since)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
 )
 
 
@@ -190,9 +192,9 @@ def test_statements_kept_per_read_are_bounded(two_worlds, monkeypatch):
     first, _ = two_worlds
     monkeypatch.setattr("core.prepared.MAX_STATEMENTS", 2)
     read = prepared(
-        lambda campaign_id, count: Creature.objects.filter(campaign_id=campaign_id).order_by(
-            "pk"
-        )[:count]
+        lambda campaign_id, count: Creature.objects.filter(campaign_id=campaign_id).order_by("pk")[
+            :count
+        ]
     )
     everyone = list(Creature.objects.filter(campaign=first.campaign).order_by("pk"))
     for count in (1, 2, 3, 4, 1):
@@ -204,9 +206,11 @@ def test_an_empty_list_leaves_the_read_prepared_for_every_other(two_worlds, monk
     first, second = two_worlds
     monkeypatch.setattr("core.prepared.MAX_STATEMENTS", 2)
     read = prepared(
-        lambda campaign_id, names: Creature.objects.filter(campaign_id=campaign_id, name__in=names)
-        .order_by("pk")
-        .values_list("name", flat=True)
+        lambda campaign_id, names: (
+            Creature.objects.filter(campaign_id=campaign_id, name__in=names)
+            .order_by("pk")
+            .values_list("name", flat=True)
+        )
     )
     for world in (first, second, first, second):
         assert read(world.campaign.pk, []) == []  # a campaign's empty list, again and again
