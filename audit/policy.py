@@ -13,6 +13,7 @@ from ai_tools.base import Reach, Tier, ToolContext, ToolError, WriteTool
 from audit.analytics import RAN
 from audit.models import ToolInvocation
 from campaigns.models import Campaign, Creature
+from core.prepared import prepared
 
 Policy = Campaign.ApprovalPolicy
 Status = ToolInvocation.Status
@@ -82,11 +83,10 @@ def adaptive_approval_reason(campaign: Campaign, model: str, tool_name: str) -> 
     if campaign.approval_policy not in LEARNING:
         return None
     window = settings.APPROVAL_ADAPTIVE_WINDOW
-    ran = ToolInvocation.objects.filter(model=model, tool_name=tool_name, status__in=RAN)
-    recent = _last(ran.filter(campaign=campaign).order_by("-sequence"), window)
+    recent = _last_here(model, tool_name, campaign.pk, window)
     where = ""
     if len(recent) < window:
-        recent = _last(ran.order_by("-committed_at"), window)
+        recent = _last_anywhere(model, tool_name, window)
         where = " across all tables"
     undone = recent.count(Status.REVERTED)
     if undone / window < settings.APPROVAL_ADAPTIVE_THRESHOLD:
@@ -97,8 +97,24 @@ def adaptive_approval_reason(campaign: Campaign, model: str, tool_name: str) -> 
     )
 
 
-def _last(rows: Any, window: int) -> list[str]:
-    return list(rows.values_list("status", flat=True)[:window])
+def _ran(model: str, tool_name: str) -> Any:
+    return ToolInvocation.objects.filter(model=model, tool_name=tool_name, status__in=RAN)
+
+
+# Asked for every call a GM makes: compiled once (core/prepared.py).
+_last_here = prepared(
+    lambda model, tool_name, campaign_id, window: (
+        _ran(model, tool_name)
+        .filter(campaign_id=campaign_id)
+        .order_by("-sequence")
+        .values_list("status", flat=True)[:window]
+    )
+)
+_last_anywhere = prepared(
+    lambda model, tool_name, window: (
+        _ran(model, tool_name).order_by("-committed_at").values_list("status", flat=True)[:window]
+    )
+)
 
 
 def display_model(model: str) -> str:

@@ -27,11 +27,17 @@ from django.utils import timezone
 
 from audit.services.common import campaign_lock
 from campaigns.models import Turn
+from core.prepared import prepared
 from gm.base import TurnStopped
 
 logger = logging.getLogger(__name__)
 # How long after a lease ends its watchdog looks: a heartbeat a moment late is not a death.
 WATCH_GRACE = timedelta(seconds=1)
+
+# The stop watch's look, twice a second for each running turn: compiled once (core/prepared.py).
+_stop_asked = prepared(
+    lambda turn_id: Turn.objects.filter(pk=turn_id).values("reverted_at", "cancel_requested_at")
+)
 
 
 def lease_deadline() -> datetime:
@@ -129,16 +135,13 @@ class Heartbeat:
 
     def _look(self) -> None:
         try:
-            now = (
-                Turn.objects.filter(pk=self.turn_id)
-                .values("reverted_at", "cancel_requested_at")
-                .first()
-            )
+            found = _stop_asked(self.turn_id)
         except Exception:  # an outage: the runner's own steps will meet it too
             logger.exception("stop watch of turn %s failed", self.turn_id)
             return
-        if now is None:
+        if not found:
             return
+        now = found[0]
         if now["reverted_at"] is not None:
             self.stop(TurnStopped.UNDONE)
         elif now["cancel_requested_at"] is not None:

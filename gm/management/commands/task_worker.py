@@ -27,7 +27,7 @@ from types import FrameType
 from typing import Any
 
 from django.db import close_old_connections, connections, router
-from django.db.models import Min
+from django.db.models import Q, QuerySet
 from django.db.utils import OperationalError
 from django.utils import timezone
 from django_tasks_db.compat import TaskResultStatus
@@ -35,9 +35,44 @@ from django_tasks_db.management.commands import db_worker
 from django_tasks_db.models import DBTaskResult, get_date_max
 from django_tasks_db.utils import exclusive_transaction, is_locked_database_exception
 
+from core.prepared import prepared
 from gm.wakeup import Wakeup, seconds_until
 
 logger = logging.getLogger("django_tasks_db")
+
+
+def _queue(backend_name: str, queues: list[str] | None, excluded: list[str]) -> QuerySet:
+    """A worker's queue: its backend's jobs in the queues it serves (None: every queue)."""
+    tasks = DBTaskResult.objects.filter(backend_name=backend_name)
+    if queues is not None:
+        tasks = tasks.filter(queue_name__in=queues)
+    if excluded:
+        tasks = tasks.exclude(queue_name__in=excluded)
+    return tasks
+
+
+# A worker looks at the queue after every wake-up and every job it ends: its two reads are
+# compiled once (core/prepared.py). `now` and `date_max` are arguments, as a prepared read's
+# values must be, so the first is django-tasks-db's `DBTaskResultQuerySet.ready()` as of now
+# (a job for now, or one due by now) and `get_locked()` (the first, locked, skipping the
+# locked ones).
+_next_ready = prepared(
+    lambda backend_name, queues, excluded, now, date_max: (
+        _queue(backend_name, queues, excluded)
+        .filter(status=TaskResultStatus.READY)
+        .filter(Q(run_after=date_max) | Q(run_after__lte=now))
+        .select_for_update(skip_locked=True)[:1]
+    )
+)
+_first_due = prepared(
+    lambda backend_name, queues, excluded, date_max: (
+        _queue(backend_name, queues, excluded)
+        .filter(status=TaskResultStatus.READY)
+        .exclude(run_after=date_max)
+        .order_by("run_after")
+        .values_list("run_after", flat=True)[:1]
+    )
+)
 
 
 class WakingWorker(db_worker.Worker):
@@ -56,21 +91,18 @@ class WakingWorker(db_worker.Worker):
         self._claimed = 0  # jobs claimed since the start (--max-tasks counts these)
         self.due: datetime | None = None  # when the job scheduled first is due, as last known
 
-    def queue(self) -> Any:
-        tasks = DBTaskResult.objects.using(self.alias).filter(backend_name=self.backend_name)
-        if not self.process_all_queues:
-            tasks = tasks.filter(queue_name__in=self.queue_names)
-        if self.excluded_queue_names:
-            tasks = tasks.exclude(queue_name__in=self.excluded_queue_names)
-        return tasks
+    def queue_of(self) -> tuple[str, list[str] | None, list[str]]:
+        """What names this worker's queue: `_queue`'s arguments."""
+        queues = None if self.process_all_queues else list(self.queue_names)
+        return self.backend_name, queues, list(self.excluded_queue_names or [])
 
     def claim_next(self) -> tuple[DBTaskResult | None, bool]:
         """The next ready job, claimed for this worker (None if there is none), and whether the
         queue could be read (SQLite may be locked by a writer: then the worker tries later)."""
-        tasks = self.queue().ready()
-        with exclusive_transaction(tasks.db):
+        with exclusive_transaction(self.alias):
             try:
-                task_result = tasks.get_locked()
+                found = _next_ready(*self.queue_of(), timezone.now(), get_date_max())
+                task_result = found[0] if found else None
                 if task_result is not None:
                     task_result.claim(self.worker_id)
                 return task_result, True
@@ -82,9 +114,8 @@ class WakingWorker(db_worker.Worker):
     def idle_wait(self, wakeup: Wakeup) -> float:
         """How long to sleep with nothing ready: until the job scheduled first is due, and at
         most `wait_max` when an enqueue can wake the worker, `interval` when it cannot."""
-        scheduled = self.queue().filter(status=TaskResultStatus.READY)
-        scheduled = scheduled.exclude(run_after=get_date_max())
-        self.due = scheduled.aggregate(due=Min("run_after"))["due"]
+        due = _first_due(*self.queue_of(), get_date_max())
+        self.due = due[0] if due else None
         return self.wait_until_due(wakeup)
 
     def wait_until_due(self, wakeup: Wakeup) -> float:
