@@ -81,6 +81,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from _setup import ROOT, django_on_postgres, sizes
+from _world import table_of_five
 from ws_fanout import (
     TIMEOUT,
     answer,
@@ -1014,9 +1015,6 @@ def build_tables(first: int, count: int, ports: list[int]) -> list[dict[str, Any
     from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
     from django.contrib.auth.models import User
 
-    from campaigns.models import Membership
-    from campaigns.services import campaign_create, creature_create
-
     store = import_module(settings.SESSION_ENGINE).SessionStore
 
     csrf = "".join(secrets.choice(string.ascii_letters + string.digits) for _ in range(32))
@@ -1035,30 +1033,9 @@ def build_tables(first: int, count: int, ports: list[int]) -> list[dict[str, Any
     built = []
     for t in range(first, first + count):
         owner = User.objects.create_user(f"gm-{t}")
-        campaign = campaign_create(owner=owner, name=f"table {t}")  # the default policy
-        creature_create(
-            campaign=campaign, by=owner, name=GOBLIN, kind="monster", hp=10**6, max_hp=10**6
-        )
         players = [User.objects.create_user(f"p{i}-t{t}") for i in range(4)]
-        Membership.objects.bulk_create(Membership(campaign=campaign, user=p) for p in players)
-        heroes = [
-            {
-                "id": creature_create(
-                    campaign=campaign,
-                    by=owner,
-                    name=name,
-                    kind="pc",
-                    hp=10**6,
-                    max_hp=10**6,
-                    x=i,
-                    y=0,
-                    controlled_by=player,
-                ).pk,
-                "name": name,
-                "player": player.username,
-            }
-            for i, (name, player) in enumerate(zip(HEROES, players, strict=True))
-        ]
+        # the default policy
+        campaign, heroes = table_of_five(f"table {t}", owner, players, HEROES, GOBLIN)
         seats = [
             {
                 "name": u.username,

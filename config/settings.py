@@ -4,8 +4,8 @@ The embedded default (no environment at all) is SQLite with IMMEDIATE write tran
 channel layer in the same SQLite file (config/channel_layer.py), so `make run` works on a bare
 machine and its worker's events reach the web process's websockets; `DATABASE_URL=sqlite:///...`
 is the same on another file. `DATABASE_URL=postgres://...` switches to PostgreSQL and
-`REDIS_URL=redis://...` to channels-redis; production sets `DJANGO_DEBUG=0` and must then provide
-a real `DJANGO_SECRET_KEY`.
+`REDIS_URL=redis://...` to Redis pub/sub (config/redis_layer.py); production sets
+`DJANGO_DEBUG=0` and must then provide a real `DJANGO_SECRET_KEY`.
 """
 
 import os
@@ -178,7 +178,8 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # The channel layer carries every realtime event from the process that commits it (a web
 # server, a task worker running a GM turn) to the processes holding the websockets:
-#   redis   channels-redis; the default when REDIS_URL is set (production, CI).
+#   redis   Redis pub/sub, channels-redis's layer adapted (config/redis_layer.py); the default
+#           when REDIS_URL is set (production, CI).
 #   sqlite  channels-lite's aiosqlite layer on the SQLite database itself (config/channel_layer.py);
 #           the default of the embedded default, where `make run` has a web server and a worker
 #           in two processes.
@@ -202,36 +203,23 @@ GROUP_EXPIRY = WEBSOCKET_TIMEOUT + 3600
 if CHANNEL_LAYER == "redis":
     if not os.environ.get("REDIS_URL"):
         raise ImproperlyConfigured("CHANNEL_LAYER=redis needs REDIS_URL.")
-    from channels_redis.core import RedisChannelLayer
-
-    # Every idle feed waits in a blocking read (BZPOPMIN) of `brpop_timeout` seconds; a socket
-    # read timeout no longer than that (redis-py 8 defaults to 5 s, the same) tears down every
-    # silent websocket. The read timeout still exists, so a dead Redis cannot hang a consumer.
+    # Redis pub/sub (config/redis_layer.py): a feed waits on the process's one subscribed
+    # connection, whose reader polls it every 0.1 s, so a silent table meets no read timeout;
+    # the timeouts still bound a dead Redis: its readers and publishers fail, never hang.
     REDIS_SOCKET_TIMEOUT = float(os.environ.get("REDIS_SOCKET_TIMEOUT", "10"))
     REDIS_CONNECT_TIMEOUT = float(os.environ.get("REDIS_CONNECT_TIMEOUT", "5"))
-    if RedisChannelLayer.brpop_timeout >= REDIS_SOCKET_TIMEOUT:
-        raise ImproperlyConfigured(
-            f"REDIS_SOCKET_TIMEOUT must be longer than the channel layer's blocking read "
-            f"({RedisChannelLayer.brpop_timeout} s)."
-        )
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "BACKEND": "config.redis_layer.RedisPubSubLayer",
             "CONFIG": {
                 # Everything but `address` is handed to redis-py's connection pool.
                 "hosts": [
                     {
                         "address": os.environ["REDIS_URL"],
-                        # redis-py caps a pool at 100 connections and raises past that; one
-                        # worker's burst of joins or leaves (a room reconnecting) needs more.
-                        "max_connections": int(os.environ.get("REDIS_MAX_CONNECTIONS", "1000")),
                         "socket_timeout": REDIS_SOCKET_TIMEOUT,
                         "socket_connect_timeout": REDIS_CONNECT_TIMEOUT,
                     }
                 ],
-                "capacity": 1000,
-                "expiry": 30,
-                "group_expiry": GROUP_EXPIRY,
             },
         }
     }

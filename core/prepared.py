@@ -2,19 +2,21 @@
 
 Django builds a queryset and compiles it to SQL anew on every call. For the small reads the
 campaign page is drawn from after each event (a dozen statements for the board, ten for a
-turn) that building and compiling cost about three times what the database's own answer did
-(docs/performance.md#what-a-drawing-costs). A `prepared` read is a function of its arguments
-that returns a queryset. Its first call on a database compiles it with a stand-in ("probe") for
-each argument and notes where each probe landed among the statement's parameters; every later
-call runs that statement with the real values and hands the rows to the queryset's own
-iterable, so what it returns (model instances with their `select_related` rows, `values()`
-dicts, `values_list()` tuples, each column converted as the backend converts it) is what
-`list(build(*args))` returns.
+turn), building and compiling cost two to four times what the rest of the read does
+(docs/performance.md#prepared_readspy-what-compiling-a-read-once-saves). A `prepared` read is
+a function of its arguments that returns a queryset. Its first call on a database compiles it
+with a stand-in ("probe") for each argument and notes where each probe landed among the
+statement's parameters; every later call runs that statement with the real values and hands
+the rows to the queryset's own iterable, so what it returns (model instances with their
+`select_related` rows, `values()` dicts, `values_list()` tuples, each column converted as the
+backend converts it) is what `list(build(*args))` returns.
 
 An argument whose probe is not among the parameters went into the SQL itself (a slice's LIMIT)
 or into nothing: it is a static argument, and the read is compiled once per value of it, as it
-is for a flag (a bool, None) and for each length of a list (an `__in` lookup). So the one rule
-for `build` is: its arguments are values, never branched on except as such flags.
+is for a flag (a bool, None) and for each length of a list (an `__in` lookup). So the rules for
+`build`: it depends on its arguments alone (not on the clock, nor on any other value read
+while it builds: the statement keeps what the first build saw), and its arguments are values,
+never branched on except as such flags.
 """
 
 import datetime

@@ -9,6 +9,7 @@ import pytest_asyncio
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
+from channels_redis.utils import create_pool
 from django.conf import settings
 from django.db import connections
 from rest_framework.authtoken.models import Token
@@ -16,6 +17,7 @@ from rest_framework.authtoken.models import Token
 from audit.models import InvocationOrigin
 from audit.services import invocation_dispatch, turn_undo
 from config.asgi import application
+from config.redis_layer import READER_POLL
 from tests.conftest import signed_in
 
 HOST = (b"host", b"testserver")
@@ -36,14 +38,19 @@ shared_layer = pytest.mark.skipif(
 
 
 def longest_layer_timeout() -> float:
-    """The longest wait inside the Redis channel layer a silent socket runs into: the blocking
-    read of its receive loop (BZPOPMIN), and the client's socket read and connect timeouts as
-    the connections are really built (redis-py's defaults included)."""
-    layer = get_channel_layer()
-    pool = layer.create_pool(0)
+    """The longest wait inside the Redis channel layer a silent socket runs into: the client's
+    socket read and connect timeouts as its connections are really built (redis-py's defaults
+    included), its subscription's health check, and its reader's poll (config/redis_layer.py)."""
+    [host] = get_channel_layer()._kwargs["hosts"]
+    pool = create_pool(host)
     connection = pool.connection_class(**pool.connection_kwargs)
-    timeouts = (connection.socket_timeout, connection.socket_connect_timeout)
-    return max([layer.brpop_timeout, *(t for t in timeouts if t is not None)])
+    timeouts = (
+        connection.socket_timeout,
+        connection.socket_connect_timeout,
+        connection.health_check_interval,
+        READER_POLL,
+    )
+    return max(t for t in timeouts if t is not None)
 
 
 @pytest_asyncio.fixture(autouse=True)

@@ -10,10 +10,13 @@ import pytest
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from channels_lite.models import GroupMembership
+from channels_redis.utils import create_pool
+from redis.asyncio import Redis
 
 from campaigns import selectors
 from campaigns.realtime import EVENTS_MESSAGE, group_name
 from config.channel_layer import SQLiteChannelLayer
+from config.redis_layer import RedisPubSubLayer
 from tests.realtime.conftest import TIMEOUT, browser, play_and_undo, receive_until
 from web.consumers import UNAVAILABLE
 
@@ -21,15 +24,21 @@ pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
 
 async def group_size(group: str) -> int:
-    """How many channels the layer holds in `group` (the in-memory layer, the embedded default's
-    SQLite layer: its membership rows, or channels-redis)."""
+    """How many subscribers the layer holds in `group`: Redis's own count of the connections
+    subscribed to it (pub/sub: one per process), the embedded default's SQLite layer's membership
+    rows, or the in-memory layer's channels."""
     layer = get_channel_layer()
-    if hasattr(layer, "groups"):
-        return len(layer.groups.get(group, {}))
+    if isinstance(layer, RedisPubSubLayer):
+        [host] = layer._kwargs["hosts"]
+        redis = Redis(connection_pool=create_pool(host))
+        try:
+            [(_, count)] = await redis.pubsub_numsub(layer._get_group_channel_name(group))
+        finally:
+            await redis.aclose(close_connection_pool=True)
+        return count
     if isinstance(layer, SQLiteChannelLayer):
         return await GroupMembership.objects.filter(group_name=group).acount()
-    connection = layer.connection(layer.consistent_hash(group))
-    return await connection.zcard(layer._group_key(group))
+    return len(layer.groups.get(group, {}))
 
 
 async def test_the_sockets_of_one_campaign_share_one_subscription_until_the_last_leaves(world):

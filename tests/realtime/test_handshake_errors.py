@@ -55,7 +55,7 @@ def closed_port() -> int:
 def redis_down(settings):
     settings.CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "BACKEND": "config.redis_layer.RedisPubSubLayer",
             "CONFIG": {"hosts": [f"redis://127.0.0.1:{closed_port()}/0"]},
         }
     }

@@ -30,7 +30,7 @@ def unreachable_redis() -> dict:
         port = probe.getsockname()[1]
     return {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "BACKEND": "config.redis_layer.RedisPubSubLayer",
             "CONFIG": {"hosts": [f"redis://127.0.0.1:{port}/0"]},
         }
     }

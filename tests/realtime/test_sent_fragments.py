@@ -230,10 +230,13 @@ async def test_a_drawing_gives_its_connection_back(world: World):
     await database_sync_to_async(connections.close_all)()  # the sockets' connects' (kept: the
     # test communicator keeps connections open), in the thread the test's sync work runs in
     before = in_use()  # the test's own
+    feed = feeds.campaign_feed(world.campaign.pk)  # the process's feed of the campaign, this loop's
     for amount in (1, 2, 3):
         await goblin_hit_in_a_turn(world, amount)
         for page in pages:
             assert await board_sent(page)
+    if feed.drawing is not None:  # sent as each part is drawn: the drawing ends a moment later
+        await feed.drawing
     assert in_use() == before
     for page in pages:
         await page.disconnect()

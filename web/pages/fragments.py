@@ -502,7 +502,7 @@ def pushed_fragments(
     *,
     campaign_id: Any,
     viewers: list[tuple[Rights, frozenset[str]]],
-    changed: Any,
+    changed: dict[Part, int],
     sent: Callable[[Part, list[list[dict[str, Any]]]], None] | None = None,
 ) -> tuple[int, list[list[dict[str, Any]]]]:
     """For each viewer (the rights read when their socket connected, and which fragments their
@@ -518,7 +518,10 @@ def pushed_fragments(
     drawn, so that a card or a board does not wait for a turn drawn in the same push."""
     campaign = campaign_fresh(campaign_id=campaign_id)
     turns = sorted(t for t in changed if part_of(t) == "turn")
-    entries = sorted((k for k in changed if isinstance(k, tuple)), key=str)
+    # the entries in the order of their events, as the feed lists them
+    entries = sorted(
+        (k for k in changed if isinstance(k, tuple)), key=lambda k: (changed[k], str(k))
+    )
     if not any("turn" in wanted for _, wanted in viewers):
         turns = []
     held = (
