@@ -185,21 +185,27 @@ def call_answers(*, campaign: Campaign, ids: list[Any]) -> dict[str, dict[str, A
     return answers
 
 
+def _outside_turns(campaign_id: Any, limit: int, invocation_id: Any) -> QuerySet:
+    rows = ToolInvocation.objects.filter(
+        campaign_id=campaign_id,
+        turn__isnull=True,
+        status__in=[ToolInvocation.Status.COMMITTED, ToolInvocation.Status.REVERTED],
+    )
+    if invocation_id is not None:
+        rows = rows.filter(pk=invocation_id)
+    return rows.order_by("-sequence").values("pk", "created_at", *FEED_CALL_FIELDS)[:limit]
+
+
+_outside_turns_read = prepared(_outside_turns)  # drawn after each change outside turns
+
+
 def calls_outside_turns(
     *, campaign: Campaign, limit: int, invocation_id: Any = None
 ) -> list[dict[str, Any]]:
     """The last `limit` calls that took effect outside any turn (a token dragged on the map:
     nobody's message to the GM), oldest first, as plain values (the feed's fields, with `pk`
     and `created_at`); or the one `invocation_id`. One query."""
-    rows = ToolInvocation.objects.filter(
-        campaign=campaign,
-        turn__isnull=True,
-        status__in=[ToolInvocation.Status.COMMITTED, ToolInvocation.Status.REVERTED],
-    )
-    if invocation_id is not None:
-        rows = rows.filter(pk=invocation_id)
-    values = rows.order_by("-sequence").values("pk", "created_at", *FEED_CALL_FIELDS)
-    return list(values[:limit])[::-1]
+    return _outside_turns_read(campaign.pk, limit, invocation_id)[::-1]
 
 
 _later_actors = prepared(

@@ -5,7 +5,6 @@ from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
-from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.db.models import CharField, QuerySet, Value
 from django.utils import timezone
@@ -34,7 +33,7 @@ from campaigns.permissions import is_audit_staff, is_member
 from campaigns.visibility import Sight, state_seen
 from core.errors import Gone, NotFound
 from core.prepared import prepared
-from core.queries import get_or_not_found
+from core.queries import get_or_not_found, read_or_not_found
 
 
 def _iso(value: Any) -> str | None:
@@ -226,12 +225,22 @@ def _campaign_get(*, lock: bool, **filters: Any) -> Campaign:
     return get_or_not_found(queryset, **filters)
 
 
+# Every request of a member reads its campaign so: compiled once (core/prepared.py).
+_campaign_of_member = prepared(
+    lambda campaign_id, user_id: Campaign.objects.select_related("owner").filter(
+        pk=campaign_id, memberships__user_id=user_id
+    )
+)
+
+
 def campaign_get_for_member(*, campaign_id: Any, user: Any, lock: bool = False) -> Campaign:
     """The campaign if `user` is a member; NotFound otherwise, so its existence is not revealed.
     With `lock`, the campaign row is locked in the same query (the writers' campaign lock)."""
     if not getattr(user, "is_authenticated", False):
         raise NotFound()
-    return _campaign_get(pk=campaign_id, memberships__user_id=user.pk, lock=lock)
+    if lock:
+        return _campaign_get(pk=campaign_id, memberships__user_id=user.pk, lock=lock)
+    return read_or_not_found(_campaign_of_member, campaign_id, user.pk)
 
 
 def campaign_get_visible(*, campaign_id: Any, user: Any, lock: bool = False) -> Campaign:
@@ -310,13 +319,7 @@ def turn_get(*, campaign: Campaign, turn_id: Any, lock: bool = False) -> Turn:
         return get_or_not_found(
             Turn.objects.filter(campaign=campaign).select_for_update(), pk=turn_id
         )
-    try:
-        found = _turn_row(campaign.pk, turn_id)
-    except (ValidationError, ValueError, TypeError) as exc:
-        raise NotFound() from exc
-    if not found:
-        raise NotFound()
-    return found[0]
+    return read_or_not_found(_turn_row, campaign.pk, turn_id)
 
 
 def creature_get(*, campaign: Campaign, creature_id: Any) -> Creature:
@@ -373,9 +376,16 @@ def roll_list(*, campaign: Campaign) -> QuerySet[DiceRoll]:
     return DiceRoll.objects.filter(campaign=campaign).select_related("author")
 
 
+_roll_row = prepared(
+    lambda campaign_id, roll_id: DiceRoll.objects.filter(
+        campaign_id=campaign_id, pk=roll_id
+    ).select_related("author")
+)
+
+
 def roll_get(*, campaign: Campaign, roll_id: Any) -> DiceRoll:
     """A roll of this campaign; one of another campaign, or a malformed id, is NotFound."""
-    return get_or_not_found(roll_list(campaign=campaign), pk=roll_id)
+    return read_or_not_found(_roll_row, campaign.pk, roll_id)
 
 
 def rolls_outside_turns(*, campaign: Campaign, limit: int) -> list[DiceRoll]:

@@ -1,5 +1,6 @@
 """Reads every layer shares."""
 
+from collections.abc import Callable
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -15,3 +16,15 @@ def get_or_not_found(queryset: QuerySet, **filters: Any) -> Model:
         return queryset.get(**filters)
     except (queryset.model.DoesNotExist, ValidationError, ValueError, TypeError) as exc:
         raise NotFound() from exc
+
+
+def read_or_not_found(read: Callable[..., list[Any]], *args: Any) -> Any:
+    """The one row a read of rows (a `core.prepared` read) finds for `args`, or NotFound, as
+    `get_or_not_found` answers: a missing row and a malformed id read alike."""
+    try:
+        found = read(*args)
+    except (ValidationError, ValueError, TypeError) as exc:
+        raise NotFound() from exc
+    if not found:
+        raise NotFound()
+    return found[0]

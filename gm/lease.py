@@ -34,10 +34,12 @@ logger = logging.getLogger(__name__)
 # How long after a lease ends its watchdog looks: a heartbeat a moment late is not a death.
 WATCH_GRACE = timedelta(seconds=1)
 
-# The stop watch's look, twice a second for each running turn: compiled once (core/prepared.py).
+# The stop watch's look, twice a second for each running turn, and the lock every write of a
+# turn's runner takes: compiled once (core/prepared.py).
 _stop_asked = prepared(
     lambda turn_id: Turn.objects.filter(pk=turn_id).values("reverted_at", "cancel_requested_at")
 )
+_turn_locked = prepared(lambda turn_id: Turn.objects.select_for_update().filter(pk=turn_id))
 
 
 def lease_deadline() -> datetime:
@@ -183,7 +185,10 @@ def turn_lock(turn: Turn) -> Turn:
     """Campaign first, then the turn: the lock order of dispatch and undo, so the runner's
     writes and theirs serialise instead of deadlocking."""
     campaign_lock(turn.campaign_id)
-    return Turn.objects.select_for_update().get(pk=turn.pk)
+    found = _turn_locked(turn.pk)
+    if not found:
+        raise Turn.DoesNotExist(f"no turn {turn.pk}")
+    return found[0]
 
 
 def lease_hold(turn: Turn, owner: str) -> Turn:

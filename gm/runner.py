@@ -21,13 +21,13 @@ from campaigns.models import Campaign, ChatMessage, Source, Turn
 from campaigns.realtime import broadcast_on_commit, event
 from campaigns.services import message_post
 from core.faults import is_unavailable
+from core.prepared import prepared
 from gm.base import GMError, TurnStopped
 from gm.context import gm_context
 from gm.lease import Heartbeat, lease_hold
-from gm.models import GMTranscript
 from gm.providers import provider_for
 from gm.session import TurnSession
-from gm.transcript import transcript_rounds
+from gm.transcript import transcript_rounds, transcript_state
 
 logger = logging.getLogger(__name__)
 
@@ -69,9 +69,16 @@ def claim_run(claim: Claim, provider: Any = None) -> Turn:
     return turn
 
 
+_gm_provider = prepared(
+    lambda campaign_id: Campaign.objects.filter(pk=campaign_id).values_list(
+        "gm_provider", flat=True
+    )
+)
+
+
 def _seat(turn: Turn) -> str:
     """The campaign's chosen GM (blank: the deployment's default)."""
-    return Campaign.objects.filter(pk=turn.campaign_id).values_list("gm_provider", flat=True)[0]
+    return _gm_provider(turn.campaign_id)[0]
 
 
 def _played(provider: Any, session: TurnSession, claim: Claim) -> bool:
@@ -110,7 +117,7 @@ def turn_pause(turn: Turn, owner: str, session: TurnSession) -> bool:
 
 def _session(claim: Claim, heartbeat: Heartbeat) -> TurnSession:
     turn = claim.turn
-    opening = GMTranscript.objects.get(turn=turn).state
+    opening = transcript_state(turn=turn)
     return TurnSession(
         turn=turn,
         context=gm_context(turn=turn, state=opening),

@@ -27,6 +27,7 @@ from audit.models import ToolInvocation
 from audit.services.common import campaign_lock
 from campaigns.models import Turn
 from campaigns.selectors import campaign_state
+from core.prepared import prepared
 from gm.lease import WATCH_GRACE, lease_deadline, new_owner, turn_lock
 from gm.runner import Claim, claim_run, turn_close
 from gm.transcript import transcript_open, transcript_text
@@ -70,6 +71,22 @@ def _watch_at(turn: Turn, at: datetime) -> None:
     watch_turn.using(run_after=at + WATCH_GRACE).enqueue(turn.pk, turn.attempts)
 
 
+# The claim's reads, and the next turn's after every turn: compiled once (core/prepared.py).
+_holding = prepared(
+    lambda campaign_id: (
+        Turn.objects.filter(campaign_id=campaign_id, status__in=HOLDING)
+        .order_by()
+        .values_list("pk", flat=True)[:1]
+    )
+)
+_oldest_queued = prepared(
+    lambda campaign_id: Turn.objects.filter(
+        campaign_id=campaign_id, status=Turn.Status.QUEUED
+    ).order_by("pk")[:1]
+)
+_turn_now = prepared(lambda turn_id: Turn.objects.filter(pk=turn_id))
+
+
 def turn_claim(*, campaign_id: Any, turn_id: int | None = None) -> Claim | None:
     """Claim the campaign's oldest queued turn for this runner (`turn_id`: only if it is that
     turn), unless one of its turns is running. The first claim stores the state the turn's GM
@@ -81,9 +98,9 @@ def turn_claim(*, campaign_id: Any, turn_id: int | None = None) -> Claim | None:
         turns.filter(status=Turn.Status.QUEUED, reverted_at__isnull=False).update(
             status=Turn.Status.CANCELLED, lease_expires_at=None
         )
-        if turns.filter(status__in=HOLDING).exists():
+        if _holding(campaign_id):
             return None
-        turn = turns.filter(status=Turn.Status.QUEUED).order_by("pk").first()
+        turn = next(iter(_oldest_queued(campaign_id)), None)
         if turn is None or (turn_id is not None and turn.pk != turn_id):
             return None
         owner = new_owner()
@@ -93,7 +110,7 @@ def turn_claim(*, campaign_id: Any, turn_id: int | None = None) -> Claim | None:
             lease_expires_at=lease_deadline(),
             attempts=F("attempts") + 1,
         )
-        turn.refresh_from_db()
+        [turn] = _turn_now(turn.pk)
         if turn.attempts == 1:
             transcript_open(turn=turn, state=campaign_state(campaign))
         _watch_at(turn, turn.lease_expires_at)
@@ -127,10 +144,9 @@ def turn_enqueue_next(*, campaign_id: Any) -> None:
 
 
 def _enqueue_next(campaign_id: Any) -> None:
-    turns = Turn.objects.filter(campaign_id=campaign_id)
-    if turns.filter(status__in=HOLDING).exists():
+    if _holding(campaign_id):
         return
-    following = turns.filter(status=Turn.Status.QUEUED).order_by("pk").first()
+    following = next(iter(_oldest_queued(campaign_id)), None)
     if following is not None:
         run_turn.enqueue(following.pk)
 

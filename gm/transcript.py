@@ -8,6 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from campaigns.models import Turn
+from core.prepared import prepared
 from gm.base import Round
 from gm.lease import lease_hold
 from gm.models import GMRound, GMTranscript
@@ -29,8 +30,24 @@ def transcript_text(*, turn: Turn) -> str:
     return "".join(said).strip()
 
 
+# Read at every attempt's start and at every round's end: compiled once (core/prepared.py).
+_rounds = prepared(lambda turn_id: GMRound.objects.filter(turn_id=turn_id).order_by("index"))
+_round_row = prepared(lambda turn_id, index: GMRound.objects.filter(turn_id=turn_id, index=index))
+_opening = prepared(
+    lambda turn_id: GMTranscript.objects.filter(turn_id=turn_id).values_list("state", flat=True)
+)
+
+
+def transcript_state(*, turn: Turn) -> dict[str, Any]:
+    """The state the turn's GM decides from, as its first attempt stored it."""
+    found = _opening(turn.pk)
+    if not found:
+        raise GMTranscript.DoesNotExist(f"no transcript of turn {turn.pk}")
+    return found[0]
+
+
 def transcript_rounds(*, turn: Turn) -> list[Round]:
-    return [_round(row) for row in GMRound.objects.filter(turn=turn).order_by("index")]
+    return [_round(row) for row in _rounds(turn.pk)]
 
 
 def round_record(
@@ -65,7 +82,10 @@ def round_record(
 def round_complete(*, turn: Turn, owner: str, index: int, results: list[dict[str, Any]]) -> Round:
     with transaction.atomic(durable=True):
         lease_hold(turn, owner)
-        row = GMRound.objects.get(turn=turn, index=index)
+        found = _round_row(turn.pk, index)
+        if not found:
+            raise GMRound.DoesNotExist(f"no round {index} of turn {turn.pk}")
+        row = found[0]
         row.results, row.completed_at = results, timezone.now()
         row.save(update_fields=["results", "completed_at"])
     return _round(row)
