@@ -309,10 +309,9 @@ def held_call_waiting(*, campaign: Campaign) -> dict[str, Any] | None:
     owner and the co-GMs, the call's own player aside unless they own the table), since (when it
     was held), expires_at} — or None. A paused turn holds its campaign's place, so every later
     queued turn waits for this same answer. Two queries, three when a call is held."""
-    found = _oldest_held(campaign.pk)
-    if not found:
+    row = _oldest_held.first(campaign.pk)
+    if row is None:
         return None
-    row = found[0]
     granted = revert_any_granted(campaign=campaign)
     on = [
         name

@@ -125,18 +125,12 @@ _event_seq = prepared(
 def campaign_fresh(*, campaign_id: Any) -> Campaign:
     """The campaign as it is now (its event numbers read fresh), whoever asks: for code that has
     checked who asks already, or asks for nobody (a push of the page's fragments)."""
-    found = _campaign_row(campaign_id)
-    if not found:
-        raise Campaign.DoesNotExist("Campaign matching query does not exist.")
-    return found[0]
+    return _campaign_row.get(campaign_id)
 
 
 def campaign_event_seq(*, campaign_id: Any) -> int:
     """The number of the campaign's last realtime event, read fresh from the database."""
-    found = _event_seq(campaign_id)
-    if not found:
-        raise Campaign.DoesNotExist("Campaign matching query does not exist.")
-    return found[0]
+    return _event_seq.get(campaign_id)
 
 
 @contextmanager
@@ -209,8 +203,7 @@ _background_version = prepared(
 
 def map_background_version(*, campaign: Campaign) -> int | None:
     """The background's version (the page's cache key), None without one; the bytes stay put."""
-    found = _background_version(campaign.pk)
-    return found[0] if found else None
+    return _background_version.first(campaign.pk)
 
 
 def map_background_get(*, campaign: Campaign) -> Any:

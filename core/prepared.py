@@ -147,6 +147,22 @@ class prepared:  # noqa: N801 (a decorator, named as functools' are)
             return list(self.build(*args))
         return statement.rows(alias, values)
 
+    def get(self, *args: Any) -> Any:
+        """The one row the read finds, as `QuerySet.get` answers: its model's DoesNotExist when
+        there is none, MultipleObjectsReturned when there are more."""
+        found = self(*args)
+        if len(found) == 1:
+            return found[0]
+        model = self.build(*args).model  # a miss is rare: the queryset built to name it
+        if not found:
+            raise model.DoesNotExist(f"{model.__name__} matching query does not exist.")
+        raise model.MultipleObjectsReturned(f"get() returned {len(found)} {model.__name__}s.")
+
+    def first(self, *args: Any) -> Any:
+        """The first row the read finds, or None."""
+        found = self(*args)
+        return found[0] if found else None
+
     def _prepare(self, alias: str, shape: tuple[Any, ...], args: tuple[Any, ...]) -> Any:
         """The statement for these arguments, compiled now if need be; PLAIN when the read is
         to be run as a plain queryset: a shape that compiles to nothing (`__in` an empty list:

@@ -1,12 +1,12 @@
 """Reads every layer shares."""
 
-from collections.abc import Callable
 from typing import Any
 
-from django.core.exceptions import ValidationError
+from django.core.exceptions import ObjectDoesNotExist, ValidationError
 from django.db.models import Model, QuerySet
 
 from core.errors import NotFound
+from core.prepared import prepared
 
 
 def get_or_not_found(queryset: QuerySet, **filters: Any) -> Model:
@@ -18,13 +18,10 @@ def get_or_not_found(queryset: QuerySet, **filters: Any) -> Model:
         raise NotFound() from exc
 
 
-def read_or_not_found(read: Callable[..., list[Any]], *args: Any) -> Any:
-    """The one row a read of rows (a `core.prepared` read) finds for `args`, or NotFound, as
-    `get_or_not_found` answers: a missing row and a malformed id read alike."""
+def read_or_not_found(read: prepared, *args: Any) -> Any:
+    """The one row a prepared read finds for `args`, or NotFound, as `get_or_not_found`
+    answers: a missing row and a malformed id read alike."""
     try:
-        found = read(*args)
-    except (ValidationError, ValueError, TypeError) as exc:
+        return read.get(*args)
+    except (ObjectDoesNotExist, ValidationError, ValueError, TypeError) as exc:
         raise NotFound() from exc
-    if not found:
-        raise NotFound()
-    return found[0]

@@ -185,10 +185,7 @@ def turn_lock(turn: Turn) -> Turn:
     """Campaign first, then the turn: the lock order of dispatch and undo, so the runner's
     writes and theirs serialise instead of deadlocking."""
     campaign_lock(turn.campaign_id)
-    found = _turn_locked(turn.pk)
-    if not found:
-        raise Turn.DoesNotExist(f"no turn {turn.pk}")
-    return found[0]
+    return _turn_locked.get(turn.pk)
 
 
 def lease_hold(turn: Turn, owner: str) -> Turn:

@@ -78,7 +78,7 @@ _gm_provider = prepared(
 
 def _seat(turn: Turn) -> str:
     """The campaign's chosen GM (blank: the deployment's default)."""
-    return _gm_provider(turn.campaign_id)[0]
+    return _gm_provider.get(turn.campaign_id)
 
 
 def _played(provider: Any, session: TurnSession, claim: Claim) -> bool:

@@ -111,8 +111,7 @@ class TurnSession:
 
     def step(self) -> None:
         self._check_lease()
-        found = _turn_now(self.turn.pk)
-        now = found[0] if found else None
+        now = _turn_now.first(self.turn.pk)
         if now is None or now["status"] != Turn.Status.RUNNING or now["lease_owner"] != self.owner:
             raise TurnStopped(TurnStopped.LOST)
         if now["reverted_at"] is not None:
@@ -206,8 +205,8 @@ class TurnSession:
 
     def _recorded(self, tool_use_id: str) -> ToolOutcome | None:
         """The outcome this tool_use had when it ran before, on an earlier attempt."""
-        found = _call_of_tool_use(self.turn.campaign_id, self.turn.pk, tool_use_id)
-        return None if not found else _outcome(found[0])
+        found = _call_of_tool_use.first(self.turn.campaign_id, self.turn.pk, tool_use_id)
+        return None if found is None else _outcome(found)
 
     def _write(self, name: str, input: Any, model: str, tool_use_id: str) -> ToolOutcome:
         try:

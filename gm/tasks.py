@@ -100,7 +100,7 @@ def turn_claim(*, campaign_id: Any, turn_id: int | None = None) -> Claim | None:
         )
         if _holding(campaign_id):
             return None
-        turn = next(iter(_oldest_queued(campaign_id)), None)
+        turn = _oldest_queued.first(campaign_id)
         if turn is None or (turn_id is not None and turn.pk != turn_id):
             return None
         owner = new_owner()
@@ -110,7 +110,7 @@ def turn_claim(*, campaign_id: Any, turn_id: int | None = None) -> Claim | None:
             lease_expires_at=lease_deadline(),
             attempts=F("attempts") + 1,
         )
-        [turn] = _turn_now(turn.pk)
+        turn = _turn_now.get(turn.pk)
         if turn.attempts == 1:
             transcript_open(turn=turn, state=campaign_state(campaign))
         _watch_at(turn, turn.lease_expires_at)
@@ -146,7 +146,7 @@ def turn_enqueue_next(*, campaign_id: Any) -> None:
 def _enqueue_next(campaign_id: Any) -> None:
     if _holding(campaign_id):
         return
-    following = next(iter(_oldest_queued(campaign_id)), None)
+    following = _oldest_queued.first(campaign_id)
     if following is not None:
         run_turn.enqueue(following.pk)
 

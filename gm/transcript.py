@@ -40,10 +40,7 @@ _opening = prepared(
 
 def transcript_state(*, turn: Turn) -> dict[str, Any]:
     """The state the turn's GM decides from, as its first attempt stored it."""
-    found = _opening(turn.pk)
-    if not found:
-        raise GMTranscript.DoesNotExist(f"no transcript of turn {turn.pk}")
-    return found[0]
+    return _opening.get(turn.pk)
 
 
 def transcript_rounds(*, turn: Turn) -> list[Round]:
@@ -82,10 +79,7 @@ def round_record(
 def round_complete(*, turn: Turn, owner: str, index: int, results: list[dict[str, Any]]) -> Round:
     with transaction.atomic(durable=True):
         lease_hold(turn, owner)
-        found = _round_row(turn.pk, index)
-        if not found:
-            raise GMRound.DoesNotExist(f"no round {index} of turn {turn.pk}")
-        row = found[0]
+        row = _round_row.get(turn.pk, index)
         row.results, row.completed_at = results, timezone.now()
         row.save(update_fields=["results", "completed_at"])
     return _round(row)

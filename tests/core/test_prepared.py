@@ -217,3 +217,21 @@ def test_an_empty_list_leaves_the_read_prepared_for_every_other(two_worlds, monk
     assert read(first.campaign.pk, ["Orc"]) == ["Orc"]
     assert read(second.campaign.pk, ["Goblin"]) == ["Goblin"]
     assert len(read._statements) == 1
+
+
+creature_named = prepared(
+    lambda campaign_id, name: Creature.objects.filter(campaign_id=campaign_id, name=name)
+)
+
+
+def test_get_and_first_answer_as_the_querysets_do(two_worlds):
+    first, second = two_worlds
+    campaign, goblin = first.campaign, first.goblin
+    assert creature_named.get(campaign.pk, goblin.name) == goblin
+    assert creature_named.first(campaign.pk, goblin.name) == goblin
+    with pytest.raises(Creature.DoesNotExist):
+        creature_named.get(second.campaign.pk, "nobody")
+    assert creature_named.first(second.campaign.pk, "nobody") is None
+    Creature.objects.create(campaign=campaign, name=goblin.name, hp=1, max_hp=1)
+    with pytest.raises(Creature.MultipleObjectsReturned):
+        creature_named.get(campaign.pk, goblin.name)

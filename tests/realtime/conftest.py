@@ -37,12 +37,18 @@ shared_layer = pytest.mark.skipif(
 )
 
 
+def layer_pool() -> Any:
+    """A new pool of connections to the Redis channel layer's server, made as the layer makes
+    its own (its configured host and timeouts)."""
+    [host] = get_channel_layer()._kwargs["hosts"]
+    return create_pool(host)
+
+
 def longest_layer_timeout() -> float:
     """The longest wait inside the Redis channel layer a silent socket runs into: the client's
     socket read and connect timeouts as its connections are really built (redis-py's defaults
     included), its subscription's health check, and its reader's poll (config/redis_layer.py)."""
-    [host] = get_channel_layer()._kwargs["hosts"]
-    pool = create_pool(host)
+    pool = layer_pool()
     connection = pool.connection_class(**pool.connection_kwargs)
     timeouts = (
         connection.socket_timeout,

@@ -10,14 +10,19 @@ import pytest
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from channels_lite.models import GroupMembership
-from channels_redis.utils import create_pool
 from redis.asyncio import Redis
 
 from campaigns import selectors
 from campaigns.realtime import EVENTS_MESSAGE, group_name
 from config.channel_layer import SQLiteChannelLayer
 from config.redis_layer import RedisPubSubLayer
-from tests.realtime.conftest import TIMEOUT, browser, play_and_undo, receive_until
+from tests.realtime.conftest import (
+    TIMEOUT,
+    browser,
+    layer_pool,
+    play_and_undo,
+    receive_until,
+)
 from web.consumers import UNAVAILABLE
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
@@ -29,8 +34,7 @@ async def group_size(group: str) -> int:
     rows, or the in-memory layer's channels."""
     layer = get_channel_layer()
     if isinstance(layer, RedisPubSubLayer):
-        [host] = layer._kwargs["hosts"]
-        redis = Redis(connection_pool=create_pool(host))
+        redis = Redis(connection_pool=layer_pool())
         try:
             [(_, count)] = await redis.pubsub_numsub(layer._get_group_channel_name(group))
         finally:

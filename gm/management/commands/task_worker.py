@@ -101,8 +101,7 @@ class WakingWorker(db_worker.Worker):
         queue could be read (SQLite may be locked by a writer: then the worker tries later)."""
         with exclusive_transaction(self.alias):
             try:
-                found = _next_ready(*self.queue_of(), timezone.now(), get_date_max())
-                task_result = found[0] if found else None
+                task_result = _next_ready.first(*self.queue_of(), timezone.now(), get_date_max())
                 if task_result is not None:
                     task_result.claim(self.worker_id)
                 return task_result, True
