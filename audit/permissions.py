@@ -17,19 +17,21 @@ from campaigns.visibility import Sight
 from core.errors import Forbidden
 
 
-class _Nobody:
-    """A signed-in person who is no one: no user has the primary key 0 (ids start at 1), so
-    no call, turn or character is theirs (`Rights.alike`)."""
+class _Someone:
+    """A signed-in person known by their primary key alone, for drawing what a class of viewer
+    sees (`Rights.alike`, `Rights.as_user`)."""
 
-    pk = 0
     is_authenticated = True
     is_active = True
+
+    def __init__(self, pk: Any) -> None:
+        self.pk = pk
 
     def get_username(self) -> str:
         return ""
 
 
-_NOBODY = _Nobody()
+_NOBODY = 0  # no user has this primary key (ids start at 1)
 
 
 class Rights:
@@ -48,9 +50,15 @@ class Rights:
         player's) who is nobody in particular: no call, turn or character is theirs. What is
         drawn once for everyone alike is drawn with these (web/pages/fragments.py), and each
         viewer's own pieces with their own."""
-        alike = Rights(campaign=self.campaign, user=_NOBODY)
-        alike.__dict__["gm"] = self.gm  # the cached answer: runs_table is not asked again
-        return alike
+        return self.as_user(_NOBODY)
+
+    def as_user(self, user_id: Any) -> "Rights":
+        """The rights of the person `user_id` if they had this person's sight: how a drawing
+        made once for a class of viewers shows each viewer of it their own pieces (a player's
+        own character, web/pages/fragments.py)."""
+        rights = Rights(campaign=self.campaign, user=_Someone(user_id))
+        rights.__dict__["gm"] = self.gm  # the cached answer: runs_table is not asked again
+        return rights
 
     def is_person(self, user_id: Any) -> bool:
         """Whether they are the (active) person `user_id`: a call's or a turn's actor."""

@@ -8,7 +8,8 @@ A table as the capacity bench plays it (the owner and four players, their charac
 goblin, under no approval policy), after `turns` GM turns of the scripted GM. Four measures, each
 the CPU time of the thread that draws (what the web process pays; the database's own time is
 not in it), the median of `iterations`, the variants alternating call by call: the world dump a
-board is drawn from (`campaign_world`), one turn's feed read for the GM's sight and a player's
+board is drawn from (`campaign_world`: its campaign row, a prepared read, and on PostgreSQL its
+tables in one statement of their own, `campaigns.selectors._world_tables`), one turn's feed read for the GM's sight and a player's
 (`presenters.feed_read`), and a whole push of the board and of a turn to the table's five pages
 (`fragments.pushed_fragments`, its drawings made anew each time: the fragments cache cleared).
 Statements per call are counted too: the same in both variants, since a prepared read runs the

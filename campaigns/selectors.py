@@ -1,8 +1,11 @@
 """Reads of the game world."""
 
+import functools
+import json
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, contextmanager
+from datetime import UTC, datetime
 from typing import Any
 
 from django.db import connection, transaction
@@ -99,7 +102,7 @@ def campaign_world(campaign: Campaign) -> tuple[int, dict[str, Any]]:
 
 def world_dump(fresh: Campaign) -> dict[str, Any]:
     """The dump of a campaign row just read: its fields, and its world's tables read now."""
-    rows = {name: read(fresh.pk) for name, read in _world.items()}
+    rows = _world_tables(fresh.pk)
     return {
         "campaign": {
             "id": str(fresh.pk),
@@ -115,6 +118,59 @@ def world_dump(fresh: Campaign) -> dict[str, Any]:
         **rows,
         "episodes": [{**row, "ended_at": _iso(row["ended_at"])} for row in rows["episodes"]],
     }
+
+
+def _world_tables(campaign_id: Any) -> dict[str, list[dict[str, Any]]]:
+    """The world's tables of the dump, each as its `_world` read returns it. On PostgreSQL in
+    one statement (`_world_sql`): the board is drawn from the dump after every event that
+    changes the world, and a dozen reads one after the other cost a dozen round trips and a
+    dozen times the ORM's work per row set; elsewhere one read per table."""
+    if connection.vendor != "postgresql":
+        return {name: read(campaign_id) for name, read in _world.items()}
+    sql, shapes = _world_sql()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [campaign_id] * len(shapes))
+        texts = cursor.fetchone()
+    return {
+        name: [_world_row(fields, values) for values in json.loads(text)]
+        for (name, fields), text in zip(shapes, texts, strict=True)
+    }
+
+
+def _world_row(fields: tuple[str, ...], values: list[Any]) -> dict[str, Any]:
+    row = dict(zip(fields, values, strict=True))
+    if "ended_at" in row and row["ended_at"] is not None:  # as the ORM reads it, in UTC
+        row["ended_at"] = datetime.fromisoformat(row["ended_at"]).astimezone(UTC)
+    return row
+
+
+@functools.cache
+def _world_sql() -> tuple[str, list[tuple[str, tuple[str, ...]]]]:
+    """One statement that reads every table of `_world` for a campaign: a column per table, its
+    rows as a JSON array of arrays in the read's own order, and beside it the read's fields (the
+    keys of its `values()` dicts). Made from the reads' own querysets: a field added to a read
+    is read here too."""
+    quote = connection.ops.quote_name
+    columns, shapes = [], []
+    for name, read in _world.items():
+        query = read.build(0).query
+        meta = query.model._meta
+
+        def column(field: str, meta: Any = meta) -> str:
+            return quote((meta.pk if field == "pk" else meta.get_field(field)).column)
+
+        fields = tuple(query.values_select)
+        order = ", ".join(
+            column(f.removeprefix("-")) + (" DESC" if f.startswith("-") else "")
+            for f in query.order_by
+        )
+        columns.append(
+            f"(SELECT COALESCE(json_agg(json_build_array({', '.join(map(column, fields))}) "
+            f"ORDER BY {order}), '[]')::text FROM {quote(meta.db_table)} "
+            f"WHERE {column('campaign')} = %s)"
+        )
+        shapes.append((name, fields))
+    return "SELECT " + ", ".join(columns), shapes
 
 
 _event_seq = prepared(

@@ -18,8 +18,10 @@ the key itself (a turn's Stop: its status and `cancel_requested_at`).
 
 The board names its viewer in two places: the tokens of their own characters (theirs to drag,
 "your character") and the list of their characters. It is drawn for the class with nobody in
-particular (`Rights.alike`), and each viewer's own pieces are drawn for them and put in place of
-the class's (`_own_pieces`): a token or two beside the whole board. A roll, a change outside any
+particular (`Rights.alike`), and with it, for each player with a character on the board, their
+own pieces as they see them (`Rights.as_user`): each page of the class is then the class's
+drawing with its viewer's pieces put in place of the class's (`_with_own_pieces`), a few
+replacements and no drawing. A roll, a change outside any
 turn and a creature added ask only the viewer's sight, or nothing (`for_sight`). The approval
 card's class is the viewer's sight and which of each held call's buttons are theirs
 (web/pages/approvals.py). The full page and the whole feed (`/feed/`, after a gap in the events)
@@ -255,25 +257,41 @@ def _draw_board(campaign: Campaign, rights: Rights) -> str:
 def _draw_board_for_class(campaign: Campaign, alike: Rights) -> dict[str, Any]:
     """The board as anyone of the class sees it, and for each player with characters on it the
     pieces that name them: each character's token (and its choice in a stack's picker) as the
-    class sees it, with what it takes to draw it for its player."""
+    class sees it and as its player sees it, and the list of their characters, drawn here once
+    for every page of the class (each page's own pieces are then a few replacements)."""
     context = presenters.board_parts(campaign=campaign, rights=alike, world=world(campaign))
-    own: dict[str, list[dict[str, Any]]] = {}
+    own: dict[str, dict[str, Any]] = {}
     creatures = {c["id"]: c for c in context["seen"]["creatures"]}
     for token in context["board"]["map"]["tokens"]:
         c = creatures[token["id"]]
         if c["kind"] != "pc" or c["controlled_by_id"] is None:
             continue
-        own.setdefault(str(c["controlled_by_id"]), []).append(
+        player = own.setdefault(str(c["controlled_by_id"]), {"pieces": [], "creatures": []})
+        classes = token["classes"].split()
+        hidden = frozenset([c["id"]]) if "in-fog" in classes else frozenset()
+        theirs = boards.map_token(
+            c,
+            hidden,
+            c["id"] if "active" in classes else None,
+            rights=alike.as_user(c["controlled_by_id"]),
+        )
+        theirs["stack"] = token["stack"]
+        player["creatures"].append(c)
+        player["pieces"].append(
             {
-                "creature": c,
-                "in_fog": "in-fog" in token["classes"].split(),
-                "active": "active" in token["classes"].split(),
-                "stack": token["stack"],
-                "token": _token_html(token),
-                "choice": _choice_html(token) if token["stack"] > 1 else "",
+                "token": (_token_html(token), _token_html(theirs)),
+                "choice": (_choice_html(token), _choice_html(theirs))
+                if token["stack"] > 1
+                else None,
             }
         )
-    return {"html": render_to_string("campaigns/_board.html", context), "own": own}
+    for player in own.values():
+        player["characters"] = _characters_html(player.pop("creatures"))
+    return {
+        "html": render_to_string("campaigns/_board.html", context),
+        "own": own,
+        "no_characters": _characters_html([]),
+    }
 
 
 def _token_html(token: dict[str, Any]) -> str:
@@ -292,20 +310,17 @@ def _characters_html(characters: list[dict[str, Any]]) -> str:
 
 def _with_own_pieces(kept: dict[str, Any], rights: Rights) -> str:
     """The class's board with this viewer's own characters drawn for them: their tokens (which
-    they may drag, "your character"), their picker choices and the list of their characters."""
+    they may drag, "your character"), their picker choices and the list of their characters,
+    each put in place of the class's drawing of it."""
     html = kept["html"]
-    pieces = kept["own"].get(str(rights.user.pk), [])
-    if not pieces:
+    player = kept["own"].get(str(rights.user.pk))
+    if player is None:
         return html
-    for piece in pieces:
-        c = piece["creature"]
-        hidden = frozenset([c["id"]]) if piece["in_fog"] else frozenset()
-        token = boards.map_token(c, hidden, c["id"] if piece["active"] else None, rights=rights)
-        token["stack"] = piece["stack"]
-        html = html.replace(piece["token"], _token_html(token), 1)
-        if piece["choice"]:
-            html = html.replace(piece["choice"], _choice_html(token), 1)
-    return html.replace(_characters_html([]), _characters_html([p["creature"] for p in pieces]), 1)
+    for piece in player["pieces"]:
+        for drawn in (piece["token"], piece["choice"]):
+            if drawn is not None:
+                html = html.replace(drawn[0], drawn[1], 1)
+    return html.replace(kept["no_characters"], player["characters"], 1)
 
 
 # ---- a turn of the feed ---------------------------------------------------------------------
