@@ -903,7 +903,14 @@ async def _people(conn: Connection, tables: list[dict[str, Any]]) -> None:
         await asyncio.wait_for(asyncio.gather(*(caught_up(p) for p in everyone)), TIMEOUT)
     except TimeoutError:
         behind = [
-            (p.seat["name"], p.page.seq, last[p.table["id"]], p.page.board_due[:1])
+            (
+                p.seat["name"],
+                p.page.seq,
+                last[p.table["id"]],
+                p.page.board_due[:1],
+                p.page.approvals_due[:1],
+                sorted(p.page.sending)[:3],
+            )
             for p in everyone
             if p.page.seq < last[p.table["id"]]
             or p.page.board_due
@@ -911,7 +918,8 @@ async def _people(conn: Connection, tables: list[dict[str, Any]]) -> None:
             or p.page.sending
         ]
         stats.problems.append(
-            f"pages behind their campaign's last event or board (seq, last, unsent): {behind[:5]}"
+            "pages behind their campaign's last event or a fragment (seq, last, board, card and "
+            f"turns unsent): {behind[:5]}"
         )
     while tasks:  # the fetches and measurements still on their way
         await asyncio.wait(list(tasks), timeout=EVENT_WAIT + 5)
