@@ -9,9 +9,10 @@ goblin, under no approval policy), after `turns` GM turns of the scripted GM. Fo
 the CPU time of the thread that draws (what the web process pays; the database's own time is
 not in it), the median of `iterations`, the variants alternating call by call: the world dump a
 board is drawn from (`campaign_world`: its campaign row, a prepared read, and on PostgreSQL its
-tables in one statement of their own, `campaigns.selectors._world_tables`), one turn's feed read for the GM's sight and a player's
-(`presenters.feed_read`), and a whole push of the board and of a turn to the table's five pages
-(`fragments.pushed_fragments`, its drawings made anew each time: the fragments cache cleared).
+tables in one statement of their own, `campaigns.selectors._world_tables`), one turn's feed read
+for the GM's sight and a player's (`presenters.feed_read`), and a whole push of the board and of
+a turn to the table's five pages (`fragments.pushed_fragments`, its drawings made anew each time:
+the fragments cache cleared).
 Statements per call are counted too: the same in both variants, since a prepared read runs the
 statement its queryset compiles to.
 A benchmark, not a test: it asserts no figure, only that both variants draw the same.
