@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import CharField, QuerySet, Value
+from django.db.models import CharField, DateTimeField, QuerySet, Value
 from django.utils import timezone
 
 from campaigns.models import (
@@ -132,20 +132,23 @@ def _world_tables(campaign_id: Any) -> dict[str, list[dict[str, Any]]]:
         cursor.execute(sql, [campaign_id] * len(shapes))
         texts = cursor.fetchone()
     return {
-        name: [_world_row(fields, values) for values in json.loads(text)]
-        for (name, fields), text in zip(shapes, texts, strict=True)
+        name: [_world_row(fields, moments, values) for values in json.loads(text)]
+        for (name, fields, moments), text in zip(shapes, texts, strict=True)
     }
 
 
-def _world_row(fields: tuple[str, ...], values: list[Any]) -> dict[str, Any]:
+def _world_row(fields: tuple[str, ...], moments: frozenset[str], values: list[Any]) -> dict:
+    """A row of the one statement as its read's `values()` returns it: JSON carries a moment
+    as text, the ORM reads it as a datetime in UTC."""
     row = dict(zip(fields, values, strict=True))
-    if "ended_at" in row and row["ended_at"] is not None:  # as the ORM reads it, in UTC
-        row["ended_at"] = datetime.fromisoformat(row["ended_at"]).astimezone(UTC)
+    for field in moments:
+        if row[field] is not None:
+            row[field] = datetime.fromisoformat(row[field]).astimezone(UTC)
     return row
 
 
 @functools.cache
-def _world_sql() -> tuple[str, list[tuple[str, tuple[str, ...]]]]:
+def _world_sql() -> tuple[str, list[tuple[str, tuple[str, ...], frozenset[str]]]]:
     """One statement that reads every table of `_world` for a campaign: a column per table, its
     rows as a JSON array of arrays in the read's own order, and beside it the read's fields (the
     keys of its `values()` dicts). Made from the reads' own querysets: a field added to a read
@@ -169,7 +172,10 @@ def _world_sql() -> tuple[str, list[tuple[str, tuple[str, ...]]]]:
             f"ORDER BY {order}), '[]')::text FROM {quote(meta.db_table)} "
             f"WHERE {column('campaign')} = %s)"
         )
-        shapes.append((name, fields))
+        moments = frozenset(
+            f for f in fields if f != "pk" and isinstance(meta.get_field(f), DateTimeField)
+        )
+        shapes.append((name, fields, moments))
     return "SELECT " + ", ".join(columns), shapes
 
 
