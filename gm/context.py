@@ -116,6 +116,18 @@ _characters = prepared(
 _messages_of = prepared(
     lambda turn_ids: ChatMessage.objects.filter(turn_id__in=turn_ids).order_by("created_at", "pk")
 )
+# What the history and its notes read of a call: not its snapshots, sets and events, the
+# log's widest columns, which a turn with twenty turns of history would otherwise decode.
+CALL_FIELDS = (
+    "turn_id",
+    "tool_name",
+    "input",
+    "result",
+    "status",
+    "revert_reason",
+    "reverted_by",
+    "reverted_by__username",
+)
 _calls_of = prepared(
     lambda campaign_id, turn_ids: (
         ToolInvocation.objects.filter(
@@ -124,6 +136,7 @@ _calls_of = prepared(
             status__in=[ToolInvocation.Status.COMMITTED, ToolInvocation.Status.REVERTED],
         )
         .select_related("reverted_by")
+        .only(*CALL_FIELDS)
         .order_by("sequence")
     )
 )

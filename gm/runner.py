@@ -24,7 +24,7 @@ from core.faults import is_unavailable
 from core.prepared import prepared
 from gm.base import GMError, TurnStopped
 from gm.context import gm_context
-from gm.lease import Heartbeat, lease_hold
+from gm.lease import Heartbeat, lease_check, lease_hold
 from gm.providers import provider_for
 from gm.session import TurnSession
 from gm.transcript import transcript_rounds, transcript_state
@@ -102,7 +102,7 @@ def turn_pause(turn: Turn, owner: str, session: TurnSession) -> bool:
     the dispatch and now): the runner plays on. Under the campaign lock, which the answer
     takes too, so one of the two sees the other."""
     with transaction.atomic(durable=True):
-        lease_hold(turn, owner)
+        lease_check(turn, owner)
         waiting = ToolInvocation.objects.filter(
             campaign_id=turn.campaign_id, turn=turn, status=ToolInvocation.Status.AWAITING_APPROVAL
         ).exists()

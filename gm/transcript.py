@@ -1,5 +1,5 @@
 """Writes and reads of a turn's transcript (gm.models). Every write is made by the runner that
-holds the turn's lease (`gm.lease.lease_hold`), checked under the campaign and turn locks in the
+holds the turn's lease (`gm.lease.lease_check`), checked under the campaign and turn locks in the
 write's own transaction: a runner whose lease went to another worker stores nothing more."""
 
 from typing import Any
@@ -10,7 +10,7 @@ from django.utils import timezone
 from campaigns.models import Turn
 from core.prepared import prepared
 from gm.base import Round
-from gm.lease import lease_hold
+from gm.lease import lease_check
 from gm.models import GMRound, GMTranscript
 
 
@@ -59,7 +59,7 @@ def round_record(
     text: str,
 ) -> Round:
     with transaction.atomic(durable=True):
-        lease_hold(turn, owner)
+        lease_check(turn, owner)
         complete = not any(block["type"] == "tool_use" for block in content)
         row = GMRound.objects.create(
             campaign_id=turn.campaign_id,
@@ -78,7 +78,7 @@ def round_record(
 
 def round_complete(*, turn: Turn, owner: str, index: int, results: list[dict[str, Any]]) -> Round:
     with transaction.atomic(durable=True):
-        lease_hold(turn, owner)
+        lease_check(turn, owner)
         row = _round_row.get(turn.pk, index)
         row.results, row.completed_at = results, timezone.now()
         row.save(update_fields=["results", "completed_at"])
