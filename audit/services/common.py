@@ -5,6 +5,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import psycopg
 from django.db import connection, models
 from django.dispatch import Signal
 
@@ -121,6 +122,31 @@ def log_append_sql(
 
 
 _append_sql: dict[tuple[str, int, bool], list[str]] = {}
+
+
+def log_cursor() -> Any:
+    """The cursor the log's statements run on: Django's (its wrappers, its query log), over a
+    psycopg cursor that binds the parameters on the server and prepares each statement there
+    once per connection, on PostgreSQL; elsewhere Django's own. The one statement is as long as
+    the row is wide: parsing and planning it at every call cost more than running it, and
+    quoting its parameters into the text cost more than sending them apart."""
+    if connection.vendor != "postgresql":
+        return connection.cursor()
+    connection.ensure_connection()
+    raw = connection.connection
+    if raw.prepare_threshold is None:  # Django's default: nothing prepares unless asked to
+        raw.prepare_threshold = PREPARE_NEVER_BY_COUNT
+    return connection._prepare_cursor(_Prepared(raw))
+
+
+# Statements other than the log's are never prepared: psycopg prepares a statement after this
+# many runs only on server-binding cursors, and Django's are client-binding.
+PREPARE_NEVER_BY_COUNT = 2**31 - 1
+
+
+class _Prepared(psycopg.Cursor):
+    def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+        return super().execute(query, params, prepare=True, **kwargs)
 
 
 def _append_statements(entries: int, check_turn: bool) -> list[str]:

@@ -21,6 +21,7 @@ from audit.services.common import (
     campaign_lock,
     guarded,
     log_append_sql,
+    log_cursor,
 )
 from audit.services.preview import call_preview
 from campaigns.events import ApprovalRequested, StateChanged
@@ -292,7 +293,7 @@ def _append(row: ToolInvocation, locked: Campaign, *, event_seq: int, turn_check
     undone = False
     try:
         statements = log_append_sql(row, event_seq=event_seq, check_turn=not turn_checked)
-        with connection.cursor() as cursor:
+        with log_cursor() as cursor:
             for sql, params in statements:
                 cursor.execute(sql, params)
             if not turn_checked:

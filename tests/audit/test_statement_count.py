@@ -32,7 +32,7 @@ from ai_tools.base import WriteTool
 from audit.models import ToolInvocation
 from audit.services import invocation_dispatch
 from tests.ai_tools.examples import example_input
-from tests.conftest import World, fog_over_the_goblin, rolled_back
+from tests.conftest import World, commit, fog_over_the_goblin, postgres_only, rolled_back
 
 pytestmark = pytest.mark.django_db
 
@@ -102,3 +102,20 @@ def test_with_the_fog_in_play_a_call_naming_a_creature_reads_what_players_may_se
         counts[name] = len(queries) - OVERHEAD[connection.vendor]
     declared = registry.write_tool("modify_creature").example_statements
     assert counts == {"hero": declared + 1, "goblin": declared + 1}
+
+
+@postgres_only
+def test_the_log_statement_is_prepared_once_per_connection_and_alone(world):
+    """The statement that writes the log is parsed and planned once per connection and shape,
+    not at every call; nothing else is prepared (Django's cursors bind on the client)."""
+    hit = {"creature_id": world.goblin.pk, "hp_delta": -1}
+    rows = [commit(world, "modify_creature", hit) for _ in range(3)]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        prepared = [statement for (statement,) in cursor.fetchall()]
+
+    table = ToolInvocation._meta.db_table
+    assert [s.split("(", 1)[0] + "(" for s in prepared] == ["WITH w0 AS ("], prepared
+    assert f'INSERT INTO "{table}"' in prepared[0]
+    assert [row.sequence for row in rows] == [rows[0].sequence + i for i in range(3)]
+    assert ToolInvocation.objects.filter(pk__in=[row.pk for row in rows]).count() == 3
