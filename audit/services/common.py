@@ -129,8 +129,10 @@ def log_cursor() -> Any:
     psycopg cursor that binds the parameters on the server and prepares each statement there
     once per connection, on PostgreSQL; elsewhere Django's own. The one statement is as long as
     the row is wide: parsing and planning it at every call cost more than running it, and
-    quoting its parameters into the text cost more than sending them apart."""
-    if connection.vendor != "postgresql":
+    quoting its parameters into the text cost more than sending them apart. While queries are
+    logged (DEBUG, a test counting them) it runs as any other statement: the query log reads
+    the statement's text from psycopg's cursor, which a prepared run does not keep."""
+    if connection.vendor != "postgresql" or connection.queries_logged:
         return connection.cursor()
     connection.ensure_connection()
     raw = connection.connection

@@ -119,3 +119,18 @@ def test_the_log_statement_is_prepared_once_per_connection_and_alone(world):
     assert f'INSERT INTO "{table}"' in prepared[0]
     assert [row.sequence for row in rows] == [rows[0].sequence + i for i in range(3)]
     assert ToolInvocation.objects.filter(pk__in=[row.pk for row in rows]).count() == 3
+
+
+@postgres_only
+def test_the_query_log_keeps_the_log_statements_text(world):
+    """While queries are logged (DEBUG, a test counting them), the log's statement runs as any
+    other, so that the log shows its text: a prepared run keeps none for it."""
+    hit = {"creature_id": world.goblin.pk, "hp_delta": -1}
+    commit(world, "modify_creature", hit)
+    with CaptureQueriesContext(connection) as queries:
+        commit(world, "modify_creature", hit)
+
+    texts = [query["sql"] for query in queries]
+    assert all(isinstance(text, str) for text in texts), texts
+    table = ToolInvocation._meta.db_table
+    assert [t for t in texts if t.startswith(f'WITH w0 AS (INSERT INTO "{table}"')], texts
