@@ -25,7 +25,6 @@ from django.conf import settings
 from django.db import connection, connections
 from django.utils import timezone
 
-from audit.services.common import campaign_lock
 from campaigns.models import Campaign, Turn
 from core.prepared import prepared
 from gm.base import TurnStopped
@@ -40,8 +39,8 @@ _stop_asked = prepared(
     lambda turn_id: Turn.objects.filter(pk=turn_id).values("reverted_at", "cancel_requested_at")
 )
 _turn_locked = prepared(lambda turn_id: Turn.objects.select_for_update().filter(pk=turn_id))
-# The lease check of a round's write: the campaign row locked and nothing of it read (the write
-# needs neither its log head nor its fog), then the turn's one row if `owner` still runs it.
+# The campaign row locked and nothing of it read (the runner's writes need neither its log head
+# nor its fog), and the lease check of a round's write: the turn's one row if `owner` runs it.
 _campaign_locked = prepared(
     lambda campaign_id: (
         Campaign.objects.select_for_update().filter(pk=campaign_id).values_list("pk", flat=True)
@@ -198,7 +197,7 @@ def response_hang_up(response: Any) -> Callable[[], None]:
 def turn_lock(turn: Turn) -> Turn:
     """Campaign first, then the turn: the lock order of dispatch and undo, so the runner's
     writes and theirs serialise instead of deadlocking."""
-    campaign_lock(turn.campaign_id)
+    _campaign_locked.first(turn.campaign_id)
     return _turn_locked.get(turn.pk)
 
 

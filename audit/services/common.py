@@ -134,16 +134,8 @@ def log_cursor() -> Any:
     the statement's text from psycopg's cursor, which a prepared run does not keep."""
     if connection.vendor != "postgresql" or connection.queries_logged:
         return connection.cursor()
-    connection.ensure_connection()
-    raw = connection.connection
-    if raw.prepare_threshold is None:  # Django's default: nothing prepares unless asked to
-        raw.prepare_threshold = PREPARE_NEVER_BY_COUNT
-    return connection._prepare_cursor(_Prepared(raw))
-
-
-# Statements other than the log's are never prepared: psycopg prepares a statement after this
-# many runs only on server-binding cursors, and Django's are client-binding.
-PREPARE_NEVER_BY_COUNT = 2**31 - 1
+    connection.ensure_connection()  # `prepare_threshold` comes with it (config/settings.py)
+    return connection._prepare_cursor(_Prepared(connection.connection))
 
 
 class _Prepared(psycopg.Cursor):
