@@ -434,7 +434,7 @@ def test_a_push_draws_what_nobody_is_drawing_before_it_waits():
         players: "<div>players', drawn here</div>",
     }
     assert fragments.renders == {"board": 1}
-    assert cache.get(f"{players}:drawing") is None
+    assert cache.get(players) == "<div>players', drawn here</div>"  # kept: found before a claim
 
 
 def test_a_claim_nobody_keeps_is_drawn_here_after_the_wait(monkeypatch):
@@ -450,7 +450,7 @@ def test_a_claim_nobody_keeps_is_drawn_here_after_the_wait(monkeypatch):
     )
     assert html == "<div>drawn here</div>"
     assert fragments.renders == {"board": 1}
-    assert fragments._cache().get(f"{key}:drawing") is None  # the next event's waits are short
+    assert fragments._cache().get(key) == html  # kept: the next request finds it, not the claim
 
 
 def test_a_failed_drawing_leaves_no_claim_behind():
@@ -463,6 +463,28 @@ def test_a_failed_drawing_leaves_no_claim_behind():
     with pytest.raises(RuntimeError):
         fragments.drawn(campaign=campaign, fragment="board", viewer="player", draw=draw)
     assert fragments._cache().get(f"{key}:drawing") is None
+
+
+def test_a_kept_drawing_is_found_by_the_next_request_despite_its_claim(monkeypatch):
+    """A kept drawing's claim is left to lapse (a Redis command less per drawing): a request
+    after it finds the drawing, and neither draws nor waits for the claim."""
+    campaign = SimpleNamespace(pk="kept-table", drawn_seq=5)
+    key = f"fragment:{campaign.pk}:{campaign.drawn_seq}:board:player"
+    fragments.renders.clear()
+    first = fragments.drawn(
+        campaign=campaign, fragment="board", viewer="player", draw=lambda: "<div>first</div>"
+    )
+    assert fragments._cache().get(f"{key}:drawing") is not None  # left to lapse
+
+    def waited(key: str) -> None:
+        raise AssertionError(f"waited on the claim of {key}")
+
+    monkeypatch.setattr(fragments, "_made_elsewhere", waited)
+    again = fragments.drawn(
+        campaign=campaign, fragment="board", viewer="player", draw=lambda: "<div>again</div>"
+    )
+    assert first == again == "<div>first</div>"
+    assert fragments.renders == {"board": 1}
 
 
 def test_the_board_is_drawn_without_formatting_each_number(world: World, monkeypatch):

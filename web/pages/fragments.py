@@ -123,12 +123,16 @@ def _kept(key: str, make: Callable[[], Any]) -> Any:
 
 
 def _make(key: str, make: Callable[[], Any]) -> Any:
-    """`make()`, kept, by the request or push that claimed the drawing of `key`."""
+    """`make()`, kept, by the request or push that claimed the drawing of `key`. A claim whose
+    drawing failed is withdrawn, so the other processes need not wait for it; a kept one is left
+    to lapse (DRAW_WAIT), a Redis command less per drawing: whoever looks for `key` next finds
+    the drawing before they would look at the claim."""
     try:
         kept = make()
         _cache().set(key, kept, FRAGMENT_TTL)
-    finally:  # kept or failed, the other processes need not wait any longer
+    except BaseException:
         _cache().delete(f"{key}:drawing")
+        raise
     return kept
 
 
