@@ -14,14 +14,22 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def sizes(doc: str | None, full: dict[str, Any], smoke: dict[str, Any]) -> dict[str, Any]:
+def sizes(
+    doc: str | None,
+    full: dict[str, Any],
+    smoke: dict[str, Any],
+    switches: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """The run's sizes: `full` by default, `smoke` with `--smoke` (tiny, seconds, the same code
     paths, so CI notices a benchmark broken by a schema change), each overridable by a positional
-    argument in `full`'s order (a list-valued size takes the remaining arguments)."""
+    argument in `full`'s order (a list-valued size takes the remaining arguments); and each of
+    `switches` (name: help), False unless `--name` is given."""
     parser = argparse.ArgumentParser(
         description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: does it still run?")
+    for name, help in (switches or {}).items():
+        parser.add_argument(f"--{name}", action="store_true", help=help)
     for name, default in full.items():
         many = isinstance(default, list)
         parser.add_argument(name, nargs="*" if many else "?", type=int, help=f"default {default}")

@@ -3,7 +3,8 @@ page (a websocket, and the fragment fetches the page's JavaScript makes after ea
 playing at a human pace, open loop, with more tables at each step until a step misses the bar;
 the answer, printed last, is the largest step with p95 <= 200 ms on every measure and no error.
 
-    .venv/bin/python bench/capacity.py [--smoke] [seconds] [gap] [workers] [servers] [steps ...]
+    .venv/bin/python bench/capacity.py [--smoke] [--spread] [seconds] [gap] [workers] [servers]
+                                       [steps ...]
 
 (REDIS_URL, the channels-redis server, defaults to redis://127.0.0.1:6379/4; the database is a
 fresh one, dropped at the end.)
@@ -1014,9 +1015,15 @@ def start_procfile(servers: int, workers: int, log_dir: str) -> tuple[list, list
 # -- the tables ---------------------------------------------------------------------------------
 
 
-def build_tables(first: int, count: int, ports: list[int]) -> list[dict[str, Any]]:
+def build_tables(
+    first: int, count: int, ports: list[int], spread: bool = False
+) -> list[dict[str, Any]]:
     """`count` tables under the default policy: the owner and four players, each with a signed-in
-    session (the page's cookie) and a character, and a goblin to fight."""
+    session (the page's cookie) and a character, and a goblin to fight. A table's pages all talk
+    to one web process, as a load balancer that routes by campaign sends them
+    (docs/operations.md#scaling), the tables dealt round the processes; with `spread`, its pages
+    are dealt round the processes one by one, as a balancer that routes each connection anywhere
+    does."""
     from importlib import import_module
 
     from django.conf import settings
@@ -1050,7 +1057,7 @@ def build_tables(first: int, count: int, ports: list[int]) -> list[dict[str, Any
                 "gm": u is owner,
                 "cookie": cookie(u),
                 "csrf": csrf,
-                "port": ports[(t + i) % len(ports)],
+                "port": ports[(t + i if spread else t) % len(ports)],
             }
             for i, u in enumerate([owner, *players])
         ]
@@ -1375,7 +1382,9 @@ def alone(table: dict[str, Any]) -> None:
     print(f"one page alone, each fragment {ALONE} times in a row, median: " + ", ".join(times))
 
 
-def main(seconds: int, gap: int, workers: int, servers: int, steps: list[int]) -> None:
+def main(
+    seconds: int, gap: int, workers: int, servers: int, steps: list[int], spread: bool
+) -> None:
     from django.db import connections
 
     done: list[Step] = []
@@ -1390,12 +1399,17 @@ def main(seconds: int, gap: int, workers: int, servers: int, steps: list[int]) -
                 f"x{workers}, PostgreSQL + Redis, production settings; scripted GM at "
                 f"{GM_ROUND_DELAY:g} s a round and {GM_WORD_DELAY:g} s a word; each table 4 "
                 f"players + its GM's page, one action every {gap:g} s on average (open "
-                f"loop); pages in {CLIENT_PROCESSES} client processes",
+                f"loop); pages in {CLIENT_PROCESSES} client processes; "
+                + (
+                    "a table's pages dealt round the web processes (--spread)"
+                    if spread
+                    else "a table's pages on one web process (routed by campaign)"
+                ),
                 flush=True,
             )
             for size in steps:
                 if size > len(tables):
-                    tables += build_tables(len(tables), size - len(tables), ports)
+                    tables += build_tables(len(tables), size - len(tables), ports, spread)
                 connections.close_all()
                 step = Step(size, seconds, gap)
                 pids = [p.pid for p in processes]  # the web processes first (start_procfile)
@@ -1468,6 +1482,10 @@ if __name__ == "__main__":
             "steps": [2, 5, 10, 20, 40, 60, 80],
         },
         smoke={"seconds": 8, "gap": 2, "workers": 2, "servers": 1, "steps": [1, 2]},
+        switches={
+            "spread": "deal each table's pages round the web processes, not all to one (as a "
+            "load balancer that does not route by campaign)"
+        },
     )
     production_environment()
     with django_on_postgres("capacity"):
