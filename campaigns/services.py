@@ -49,6 +49,7 @@ from campaigns.security import denial_record, recording_denials
 from campaigns.selectors import campaign_get_for_member, invite_get_usable, map_free_cell
 from campaigns.visibility import Sight, sight_of
 from core.errors import Conflict, Forbidden, InvalidInput, NotFound
+from core.queries import with_rows
 
 T = TypeVar("T")
 REVERT_ANY_TURN = "campaigns.revert_any_turn"
@@ -445,14 +446,16 @@ def turn_create(
 ) -> Turn:
     """A player's turn starts with their message; the GM's reply and tool calls join it. A
     `queued` turn waits for the GM (the message's event says so, so every client can show that
-    the GM is thinking at once); otherwise the turn stays open."""
+    the GM is thinking at once); otherwise the turn stays open. The turn returned knows its
+    message and that it has no calls yet (`with_rows`): the answer drawn from it reads nothing
+    again."""
     turn = Turn.objects.create(
         campaign=campaign,
         actor=actor,
         status=Turn.Status.QUEUED if queued else Turn.Status.OPEN,
         retry_of=retry_of,
     )
-    message_post(
+    opening = message_post(
         turn=turn,
         author=actor,
         role=ChatMessage.Role.PLAYER,
@@ -460,7 +463,7 @@ def turn_create(
         content=message,
         gm=Turn.Status.QUEUED if queued else None,
     )
-    return turn
+    return with_rows(turn, messages=[opening], invocations=[])
 
 
 def message_post(

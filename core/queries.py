@@ -25,3 +25,14 @@ def read_or_not_found(read: prepared, *args: Any) -> Any:
         return read.get(*args)
     except (ObjectDoesNotExist, ValidationError, ValueError, TypeError) as exc:
         raise NotFound() from exc
+
+
+def with_rows(instance: Model, **related: list[Model]) -> Model:
+    """`instance` with the rows of its reverse relations `related` (by related name) known, as a
+    `prefetch_related` of them would have left them: `instance.<name>.all()` is that list and
+    reads nothing. For a row just written whose related rows were written with it (a turn and
+    its opening message), so an answer built from it reads nothing again. Django keeps a
+    prefetch's rows in the instance's `_prefetched_objects_cache`, which is what this fills."""
+    known = getattr(instance, "_prefetched_objects_cache", None) or {}
+    instance._prefetched_objects_cache = {**known, **related}
+    return instance

@@ -1,6 +1,8 @@
 """POST /api/campaigns/{id}/turns/ queues the turn for the GM (run_gm defaults to true) and
 answers at once; a worker runs the GM on it."""
 
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from audit.models import ToolInvocation
@@ -76,3 +78,27 @@ def test_a_failing_gm_fails_the_turn_with_a_system_message(world, settings, run_
     assert turn.status == Turn.Status.FAILED
     note = turn.messages.get(role="system").content
     assert "ANTHROPIC_API_KEY" in note
+
+
+def test_the_posted_turns_answer_is_the_turn_as_listed_and_reads_it_not_again(world):
+    """The answer is drawn from what the POST wrote (`turn_create` returns the turn with its
+    message): the same as the turn listed afterwards, without reading the turn, its message or
+    its calls back."""
+    with CaptureQueriesContext(connection) as queries:
+        response = post_turn(world, "I attack the goblin")
+    assert response.status_code == 201
+    body = response.json()
+    # the turn (`turn_list`'s read) and its prefetched messages and calls; the campaign's
+    # oldest held call (what a queued turn waits for) is read, as it must be
+    read_back = [
+        q["sql"]
+        for q in queries.captured_queries
+        if q["sql"].startswith('SELECT "campaigns_turn".')
+        or q["sql"].startswith('SELECT "campaigns_chatmessage".')
+        or '"audit_toolinvocation"."turn_id" IN (' in q["sql"]
+    ]
+    assert read_back == []
+    listed = APIClient()
+    listed.force_authenticate(world.player)
+    [shown] = listed.get(f"/api/campaigns/{world.campaign.pk}/turns/").json()["results"]
+    assert body == shown

@@ -161,10 +161,8 @@ class TurnListView(ApiListView):
             run_gm=data["run_gm"],
             ip=client_ip(request),
         )
-        return Response(
-            TurnSerializer(turn_list(campaign=campaign).get(pk=turn.pk)).data,
-            status=status.HTTP_201_CREATED,
-        )
+        # The turn as it was written (its message known: `turn_create`), not read again.
+        return Response(TurnSerializer(turn).data, status=status.HTTP_201_CREATED)
 
 
 @extend_schema(tags=["turns"])
