@@ -4,7 +4,10 @@ bare (lock, read, write, commit), measured side by side in one run on PostgreSQL
     .venv/bin/python bench/dispatch_overhead.py [--smoke] [iterations] [warmup]
 
 The two variants alternate call by call so machine noise hits both alike; the ratio of medians
-is the figure to read.
+is the figure to read. Settings are production's (bench/ws_fanout.py's `production_environment`:
+DEBUG off, real keys, the Redis channel layer): under DEBUG, Django's query log costs the audited
+call's statements more than the bare write's, the log's statement is not prepared while queries
+are logged (`audit.services.common.log_cursor`), and events go through another channel layer.
 A benchmark, not a test: it asserts no figure, only that every step did what it should.
 """
 
@@ -53,5 +56,8 @@ if __name__ == "__main__":
         full={"iterations": 500, "warmup": 20},
         smoke={"iterations": 20, "warmup": 2},
     )
+    from ws_fanout import production_environment
+
+    production_environment()
     with django_on_postgres("dispatch"):
         main(**run)

@@ -12,7 +12,7 @@ installed by `peers.settings` with the three libraries, set up as their docs say
 over "bare, peers' table", ours over "bare". `statements` counts the SQL statements the client
 sends for one write (BEGIN and COMMIT included; a trigger's insert runs inside the server and is
 not one). Each round runs every variant once, starting from a different one each round, so
-machine noise hits all alike.
+machine noise hits all alike. Settings are production's, as in bench/dispatch_overhead.py.
 A benchmark, not a test: it asserts no figure, only that every step did what it should.
 """
 
@@ -145,6 +145,9 @@ if __name__ == "__main__":
         full={"iterations": 500, "warmup": 20},
         smoke={"iterations": 10, "warmup": 2},
     )
+    from ws_fanout import production_environment
+
+    production_environment()
     os.environ["DJANGO_SETTINGS_MODULE"] = "peers.settings"
     with django_on_postgres("peers"):
         main(**run)
