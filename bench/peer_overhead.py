@@ -109,6 +109,8 @@ def statements(fn: Callable[[], None]) -> int:
 
 
 def main(iterations: int, warmup: int) -> None:
+    from campaigns import realtime
+
     writes = variants()
     names = list(writes)
     for _ in range(warmup):  # warm connections and caches
@@ -121,6 +123,7 @@ def main(iterations: int, warmup: int) -> None:
             start = time.perf_counter()
             writes[name]()
             timings[name].append(time.perf_counter() - start)
+            realtime.flush()  # untimed: the audited call's events sent (bench/dispatch_overhead.py)
     done = warmup + 1 + iterations
     left = recorded()
     assert all(n == done for n in left.values()), (done, left)
