@@ -29,10 +29,18 @@ def read_or_not_found(read: prepared, *args: Any) -> Any:
 
 def with_rows(instance: Model, **related: list[Model]) -> Model:
     """`instance` with the rows of its reverse relations `related` (by related name) known, as a
-    `prefetch_related` of them would have left them: `instance.<name>.all()` is that list and
-    reads nothing. For a row just written whose related rows were written with it (a turn and
-    its opening message), so an answer built from it reads nothing again. Django keeps a
-    prefetch's rows in the instance's `_prefetched_objects_cache`, which is what this fills."""
-    known = getattr(instance, "_prefetched_objects_cache", None) or {}
-    instance._prefetched_objects_cache = {**known, **related}
+    `prefetch_related` of them would have left them: `instance.<name>.all()` is those rows and
+    reads nothing, while `.filter()` and the like read afresh, as after a prefetch. For a row
+    just written whose related rows were written with it (a turn and its opening message), so an
+    answer built from it reads nothing again. It stores what Django's prefetch stores
+    (`prefetch_one_level`): the relation's queryset with its result cache filled, in the
+    instance's `_prefetched_objects_cache`."""
+    known = {}
+    for name, rows in related.items():
+        queryset = getattr(instance, name).get_queryset()  # lazy: reads nothing
+        queryset._result_cache = list(rows)
+        queryset._prefetch_done = True
+        known[name] = queryset
+    cached = getattr(instance, "_prefetched_objects_cache", None) or {}
+    instance._prefetched_objects_cache = {**cached, **known}
     return instance

@@ -6,7 +6,8 @@ from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from audit.models import ToolInvocation
-from campaigns.models import Turn
+from campaigns.models import ChatMessage, Source, Turn
+from campaigns.services import message_post, turn_create
 from gm.models import GMRound
 
 
@@ -102,3 +103,22 @@ def test_the_posted_turns_answer_is_the_turn_as_listed_and_reads_it_not_again(wo
     listed.force_authenticate(world.player)
     [shown] = listed.get(f"/api/campaigns/{world.campaign.pk}/turns/").json()["results"]
     assert body == shown
+
+
+def test_a_created_turn_still_reads_its_messages_afresh_when_filtered(world):
+    """`turn_create`'s turn knows its opening message as a prefetch would (`all()` reads
+    nothing), and a filter of its messages reads the database, seeing what was added since."""
+    turn = turn_create(campaign=world.campaign, actor=world.player, message="I wait.")
+    with CaptureQueriesContext(connection) as queries:
+        assert [m.content for m in turn.messages.all()] == ["I wait."]
+        assert list(turn.invocations.all()) == []
+    assert queries.captured_queries == []
+    message_post(
+        turn=turn,
+        author=None,
+        role=ChatMessage.Role.GM,
+        source=Source.AI_TOOL_EXECUTION,
+        content="Time passes.",
+    )
+    gm = turn.messages.filter(role=ChatMessage.Role.GM)
+    assert [m.content for m in gm] == ["Time passes."]
