@@ -25,6 +25,7 @@ from campaigns.models import (
     Resource,
     ResourceEvent,
 )
+from core.prepared import prepared_cursor
 
 
 @dataclass(frozen=True)
@@ -211,7 +212,7 @@ def update_returning(row: models.Model, fields: Any) -> dict[str, Any]:
     )
     params = [f.get_db_prep_save(f.pre_save(row, False), connection) for f in targets]
     params.append(meta.pk.get_db_prep_value(row.pk, connection))
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(sql, params)
         values = cursor.fetchone()
     if values is None:
@@ -251,7 +252,7 @@ def select_row(
         params.append(field.get_db_prep_value(campaign_id, connection))
     if lock and connection.features.has_select_for_update:
         sql += " FOR UPDATE"
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(sql, params)
         values = cursor.fetchone()
     if values is None:

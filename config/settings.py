@@ -160,8 +160,8 @@ if os.environ.get("DATABASE_URL"):
         # between the dead connections of a restart and answered 503 for tens of seconds.
         DATABASES["default"]["ENGINE"] = "config.postgresql"
         DATABASES["default"].setdefault("OPTIONS", {})["pool"] = postgres_pool()
-        # psycopg prepares a statement on the server when asked (`prepare=True`: the audit log's
-        # one statement, `audit.services.common.log_cursor`), never after a count of runs
+        # psycopg prepares a statement on the server when asked (`prepare=True`: the dispatch's
+        # hot statements, `core.prepared.prepared_cursor`), never after a count of runs
         # (Django's cursors bind on the client and never prepare); Django's default, None,
         # would refuse even when asked.
         DATABASES["default"]["OPTIONS"].setdefault("prepare_threshold", 2**31 - 1)

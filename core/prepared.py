@@ -26,8 +26,9 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+import psycopg
 from django.core.exceptions import EmptyResultSet, FullResultSet, ValidationError
-from django.db import DEFAULT_DB_ALIAS, connections
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import QuerySet
 
 _probes = itertools.count(1_000_003)  # distinct integers, unlike the constants of a read
@@ -257,3 +258,24 @@ def _key(shape: tuple[Any, ...], static: frozenset[int], args: tuple[Any, ...]) 
     """A statement's key: its shape and the values of its static arguments."""
     values = (args[i] for i in sorted(static))
     return (*shape, *(tuple(v) if isinstance(v, list) else v for v in values))
+
+
+def prepared_cursor() -> Any:
+    """A cursor for the dispatch's hot statements (the campaign lock, a tool's read and write of
+    its target, the log's append): Django's (its wrappers, its query log), over a psycopg cursor
+    that binds the parameters on the server and prepares each statement there once per
+    connection, on PostgreSQL; elsewhere Django's own. Parsing and planning such a statement at
+    every call costs about what running it does, and quoting its parameters into the text costs
+    more than sending them apart (docs/performance.md, `dispatch_overhead.py`). While queries
+    are logged (DEBUG, a test counting them) it runs as any other statement: the query log
+    reads the statement's text from psycopg's cursor, which a prepared run does not keep. The
+    statements name their columns, so a column a migration adds leaves a prepared one valid."""
+    if connection.vendor != "postgresql" or connection.queries_logged:
+        return connection.cursor()
+    connection.ensure_connection()  # `prepare_threshold` comes with it (config/settings.py)
+    return connection._prepare_cursor(_ServerPrepared(connection.connection))
+
+
+class _ServerPrepared(psycopg.Cursor):
+    def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+        return super().execute(query, params, prepare=True, **kwargs)

@@ -5,7 +5,6 @@ import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import psycopg
 from django.db import connection, models
 from django.dispatch import Signal
 
@@ -122,25 +121,6 @@ def log_append_sql(
 
 
 _append_sql: dict[tuple[str, int, bool], list[str]] = {}
-
-
-def log_cursor() -> Any:
-    """The cursor the log's statements run on: Django's (its wrappers, its query log), over a
-    psycopg cursor that binds the parameters on the server and prepares each statement there
-    once per connection, on PostgreSQL; elsewhere Django's own. The one statement is as long as
-    the row is wide: parsing and planning it at every call cost more than running it, and
-    quoting its parameters into the text cost more than sending them apart. While queries are
-    logged (DEBUG, a test counting them) it runs as any other statement: the query log reads
-    the statement's text from psycopg's cursor, which a prepared run does not keep."""
-    if connection.vendor != "postgresql" or connection.queries_logged:
-        return connection.cursor()
-    connection.ensure_connection()  # `prepare_threshold` comes with it (config/settings.py)
-    return connection._prepare_cursor(_Prepared(connection.connection))
-
-
-class _Prepared(psycopg.Cursor):
-    def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
-        return super().execute(query, params, prepare=True, **kwargs)
 
 
 def _append_statements(entries: int, check_turn: bool) -> list[str]:

@@ -21,7 +21,6 @@ from audit.services.common import (
     campaign_lock,
     guarded,
     log_append_sql,
-    log_cursor,
 )
 from audit.services.preview import call_preview
 from campaigns.events import ApprovalRequested, StateChanged
@@ -30,6 +29,7 @@ from campaigns.permissions import runs_table
 from campaigns.realtime import broadcast_on_commit, event
 from core.errors import AuditLogFailure, CallRefused, Conflict, InvalidInput
 from core.faults import UNAVAILABLE_DETAIL, is_unavailable
+from core.prepared import prepared_cursor
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -293,7 +293,7 @@ def _append(row: ToolInvocation, locked: Campaign, *, event_seq: int, turn_check
     undone = False
     try:
         statements = log_append_sql(row, event_seq=event_seq, check_turn=not turn_checked)
-        with log_cursor() as cursor:
+        with prepared_cursor() as cursor:
             for sql, params in statements:
                 cursor.execute(sql, params)
             if not turn_checked:

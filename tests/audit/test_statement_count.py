@@ -31,6 +31,7 @@ from ai_tools import registry
 from ai_tools.base import WriteTool
 from audit.models import ToolInvocation
 from audit.services import invocation_dispatch
+from campaigns.models import Campaign, Creature
 from tests.ai_tools.examples import example_input
 from tests.conftest import World, commit, fog_over_the_goblin, postgres_only, rolled_back
 
@@ -105,20 +106,30 @@ def test_with_the_fog_in_play_a_call_naming_a_creature_reads_what_players_may_se
 
 
 @postgres_only
-def test_the_log_statement_is_prepared_once_per_connection_and_alone(world):
-    """The statement that writes the log is parsed and planned once per connection and shape,
-    not at every call; nothing else is prepared (Django's cursors bind on the client)."""
+def test_the_dispatchs_statements_are_prepared_once_per_connection_and_alone(world):
+    """The statements of a call's hot path (the campaign lock, the tool's read and write of its
+    target, the log's append) are parsed and planned once per connection and shape, not at
+    every call; nothing else is prepared (Django's cursors bind on the client)."""
     hit = {"creature_id": world.goblin.pk, "hp_delta": -1}
+    hp = Creature.objects.get(pk=world.goblin.pk).hp
     rows = [commit(world, "modify_creature", hit) for _ in range(3)]
     with connection.cursor() as cursor:
-        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        cursor.execute("SELECT statement FROM pg_prepared_statements ORDER BY prepare_time")
         prepared = [statement for (statement,) in cursor.fetchall()]
 
-    table = ToolInvocation._meta.db_table
-    assert [s.split("(", 1)[0] + "(" for s in prepared] == ["WITH w0 AS ("], prepared
-    assert f'INSERT INTO "{table}"' in prepared[0]
+    quote = connection.ops.quote_name
+    log, campaigns = ToolInvocation._meta.db_table, Campaign._meta.db_table
+    creatures = Creature._meta.db_table
+    assert len(prepared) == 4, prepared
+    lock, read, write, append = prepared
+    assert lock.startswith("SELECT ") and f"FROM {quote(campaigns)} WHERE" in lock, lock
+    assert lock.endswith(" FOR UPDATE"), lock
+    assert read.startswith("SELECT ") and f"FROM {quote(creatures)} WHERE" in read, read
+    assert write.startswith(f"UPDATE {quote(creatures)} SET ") and " RETURNING " in write, write
+    assert append.startswith(f"WITH w0 AS (INSERT INTO {quote(log)} ("), append
     assert [row.sequence for row in rows] == [rows[0].sequence + i for i in range(3)]
     assert ToolInvocation.objects.filter(pk__in=[row.pk for row in rows]).count() == 3
+    assert Creature.objects.get(pk=world.goblin.pk).hp == hp - 3
 
 
 @postgres_only
