@@ -24,8 +24,10 @@ of the round trips.
 Fan-out: as bench/ws_fanout.py measures it (an undo's request to its `interaction_reverted`
 event at each of N sockets, the clients in other processes, one host clock), with 1 and then
 `servers` processes of one kind behind the same Redis, N = each count; for each row both kinds
-run in turn, the first alternating row by row. Reported: p50/p95/p99 of the receipts, the undo
-request's own round trip, the servers' CPU per round (a hit's and an undo's fan-out).
+run in turn, the first alternating row by row. Reported: p50/p95/p99 of the receipts, the time
+to a round's first receipt (the undo itself), the undo request's own round trip, the servers'
+CPU per round (a hit's and an undo's fan-out) and the client processes' (on this same host,
+where a browser's would not be).
 
 Then the ratios uvicorn / Daphne of each figure (below 1: uvicorn spends or waits less).
 A benchmark, not a test: it asserts no figure, only that every request got its expected answer
@@ -189,8 +191,10 @@ def fanout_figures(row: Row) -> dict[str, float]:
         "p50 ms": statistics.median(row.latencies),
         "p95 ms": percentile(row.latencies, 95),
         "p99 ms": percentile(row.latencies, 99),
+        "first p50": row.first,
         "undo HTTP p50": statistics.median(row.undo_trips),
         "CPU ms/round": row.server_cpu,
+        "clients' CPU": row.client_cpu,
     }
 
 
@@ -221,7 +225,10 @@ def main(rounds: int, seconds: int, players: int, undos: int, servers: int, coun
         f"\nFan-out: undo request -> interaction_reverted at each client; {undos} undos per row "
         "(+1 warm-up), PostgreSQL + Redis, clients in other processes; one host clock"
     )
-    header = ["p50 ms", "p95 ms", "p99 ms", "undo HTTP p50", "CPU ms/round"]
+    header = [
+        *("p50 ms", "p95 ms", "p99 ms", "first p50"),
+        *("undo HTTP p50", "CPU ms/round", "clients' CPU"),
+    ]
     print(f"{'servers':>7} {'clients':>7} {'server':8}" + "".join(f" {k:>13}" for k in header))
     by_row: dict[tuple[int, int], dict[str, dict[str, float]]] = {}
     for topology, clients, name, row in fanout:

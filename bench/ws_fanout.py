@@ -292,6 +292,17 @@ class Row:
     spreads: list[float] = field(default_factory=list)  # round's first receipt -> each receipt
     undo_trips: list[float] = field(default_factory=list)  # the undo request's round trip
     server_cpu: float = 0.0  # the servers' CPU time per round
+    client_cpu: float = 0.0  # the client processes' CPU time per round (on this same host)
+
+    @property
+    def first(self) -> float:
+        """The median time from the undo's request to its round's first receipt: the undo
+        itself and one socket's send, before the fan-out to the rest (`spreads`)."""
+        return statistics.median(
+            lat - spread
+            for lat, spread in zip(self.latencies, self.spreads, strict=True)
+            if spread == 0
+        )
 
 
 def measure(servers: list[tuple[subprocess.Popen, int]], clients: int, rounds: int) -> Row:
@@ -318,6 +329,7 @@ def measure(servers: list[tuple[subprocess.Popen, int]], clients: int, rounds: i
         for round_ in range(rounds + 1):
             if round_ == 1:  # the first round warms connections and is not counted
                 cpu_before = cpu_seconds(pids)
+                client_cpu_before = cpu_seconds([process.pid for _, process in workers])
             turn = hit(table)
             for event in ("state_changed", "interaction_reverted"):
                 for conn, _ in workers:
@@ -334,6 +346,8 @@ def measure(servers: list[tuple[subprocess.Popen, int]], clients: int, rounds: i
                 row.spreads += [(t - min(received)) * 1000 for t in received]
                 row.undo_trips.append((answered - sent) * 1000)
         row.server_cpu = (cpu_seconds(pids) - cpu_before) * 1000 / rounds
+        client_cpu = cpu_seconds([process.pid for _, process in workers]) - client_cpu_before
+        row.client_cpu = client_cpu * 1000 / rounds
         for conn, _ in workers:
             conn.send(("stop",))
     finally:
@@ -369,19 +383,23 @@ def main(rounds: int, servers: int, counts: list[int]) -> None:
     )
     print(
         f"{'servers':>7} {'clients':>7} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}"
-        f" {'spread p95':>11} {'undo HTTP p50':>14} {'server CPU/round':>17}"
+        f" {'first p50':>10} {'spread p95':>11} {'undo HTTP p50':>14} {'server CPU/round':>17}"
+        f" {'clients CPU/round':>18}"
     )
     for topology, clients, row in rows:
         print(
             f"{topology:>7} {clients:>7} {statistics.median(row.latencies):>8.1f}"
             f" {percentile(row.latencies, 95):>8.1f} {max(row.latencies):>8.1f}"
-            f" {percentile(row.spreads, 95):>11.1f} {statistics.median(row.undo_trips):>14.1f}"
-            f" {row.server_cpu:>17.1f}"
+            f" {row.first:>10.1f} {percentile(row.spreads, 95):>11.1f}"
+            f" {statistics.median(row.undo_trips):>14.1f} {row.server_cpu:>17.1f}"
+            f" {row.client_cpu:>18.1f}"
         )
     print(
-        "(ms) spread: a receipt's lag behind the round's first receipt (the fan-out to N sockets "
-        "alone); undo HTTP: the undo request's round trip; server CPU/round: the Daphne "
-        "processes' CPU time per round (a hit's and an undo's fan-out, the undo request)"
+        "(ms) first: the undo's request to its round's first receipt (the undo itself and one "
+        "send); spread: a receipt's lag behind the round's first receipt (the fan-out to N "
+        "sockets alone); undo HTTP: the undo request's round trip; server CPU/round: the Daphne "
+        "processes' CPU time per round (a hit's and an undo's fan-out, the undo request); "
+        "clients CPU/round: the client processes', on this same host (a browser's is not)"
     )
 
 

@@ -18,9 +18,10 @@ CSRF_TRUSTED_ORIGINS.
 from typing import Any
 from urllib.parse import urlsplit
 
-from channels.auth import AuthMiddlewareStack
+from channels.auth import AuthMiddleware
 from channels.db import database_sync_to_async
 from channels.middleware import BaseMiddleware
+from channels.sessions import CookieMiddleware, InstanceSessionWrapper, SessionMiddleware
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.http.request import split_domain_port, validate_host
@@ -134,10 +135,35 @@ class HeaderClientsSkipOriginCheck:
         return await self.browsers(scope, receive, send)
 
 
+class _FramesPastTheSession(InstanceSessionWrapper):
+    """Channels' session wrapper, but a message it would not save the session on (every
+    websocket message: it saves on `http.response.start` alone) goes straight on. Channels'
+    own reads the session's `modified` and `is_empty()` through its `LazyObject` before it
+    looks at the message's type: on a feed that is every frame to every socket, a sixth of a
+    server's time in a fan-out (docs/performance.md, `asgi_servers.py`)."""
+
+    async def send(self, message: dict[str, Any]) -> None:
+        if message["type"] not in self.save_message_types:
+            return await self.real_send(message)
+        return await super().send(message)
+
+
+class WebsocketSessionMiddleware(SessionMiddleware):
+    """`SessionMiddleware` with `_FramesPastTheSession` for its wrapper."""
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
+        wrapper = _FramesPastTheSession(scope, send)
+        await wrapper.resolve_session()
+        return await self.inner(wrapper.scope, receive, wrapper.send)
+
+
 def websocket_stack(inner: ASGIApp) -> ASGIApp:
     """The websocket application: origin validation and session auth for browsers
-    (docs/operations.md), token-header auth for every client."""
-    authenticated = AuthMiddlewareStack(TokenAuthMiddleware(inner))
+    (docs/operations.md), token-header auth for every client. The session auth is channels'
+    `AuthMiddlewareStack` with `WebsocketSessionMiddleware` for its session middleware."""
+    authenticated = CookieMiddleware(
+        WebsocketSessionMiddleware(AuthMiddleware(TokenAuthMiddleware(inner)))
+    )
     return HeaderClientsSkipOriginCheck(
         browsers=SameOriginValidator(authenticated), header_clients=authenticated
     )
