@@ -125,6 +125,8 @@ def turn_undo(
             .filter(campaign=campaign, turn=turn)
             .order_by("-sequence")
         )
+        for row in rows:  # the turn in hand, locked: no read of it per row (`_restore`)
+            row.turn = turn
         todo = [r for r in rows if skip_reason(r) is None]
         skipped = [
             {"id": str(r.pk), "skip_reason": skip_reason(r)}

@@ -1,7 +1,8 @@
 """Revert and undo: exact, idempotent, conflict-aware, and told to every client."""
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 
 from audit.models import ToolInvocation
 from audit.services import (
@@ -11,7 +12,7 @@ from audit.services import (
     turn_undo,
     turn_undo_plan,
 )
-from campaigns.models import ChatMessage, Creature
+from campaigns.models import ChatMessage, Creature, Turn
 from core.errors import Conflict
 from tests.conftest import commit, dump
 
@@ -110,6 +111,23 @@ def test_cascade_refuses_when_a_dependent_belongs_to_someone_the_user_may_not_re
     with pytest.raises(Forbidden):
         revert(world, mine, user=world.player, cascade=True)
     assert ToolInvocation.objects.filter(status="reverted").count() == 0
+
+
+def test_undoing_a_turn_reads_the_turn_once_however_many_calls_it_has(world):
+    """The turn is read once, locked; its calls' reverts run on it rather than each reading it
+    again."""
+    reads = {}
+    for calls in (1, 3):
+        turn = world.turn(message="I attack the goblin")
+        for _ in range(calls):
+            hit = {"creature_id": world.goblin.pk, "hp_delta": -1}
+            commit(world, "modify_creature", hit, turn=turn)
+        with CaptureQueriesContext(connection) as queries:
+            outcome = turn_undo(campaign_id=world.campaign.pk, turn_id=turn.pk, user=world.owner)
+        assert len(outcome.reverted) == calls
+        table = connection.ops.quote_name(Turn._meta.db_table)
+        reads[calls] = [q["sql"] for q in queries if f"FROM {table}" in q["sql"]]
+    assert [len(found) for found in reads.values()] == [1, 1], reads
 
 
 def test_undo_turn_reverts_all_its_calls_atomically_and_hides_its_messages(
