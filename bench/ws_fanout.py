@@ -324,12 +324,13 @@ def measure(servers: list[tuple[subprocess.Popen, int]], clients: int, rounds: i
         workers.append((ours, process))
     try:
         connected = sum(answer(conn, process, "ready") for conn, process in workers)
+        client_pids = [process.pid for _, process in workers]
         assert connected == clients, (connected, clients)
         row = Row()
         for round_ in range(rounds + 1):
             if round_ == 1:  # the first round warms connections and is not counted
                 cpu_before = cpu_seconds(pids)
-                client_cpu_before = cpu_seconds([process.pid for _, process in workers])
+                client_cpu_before = cpu_seconds(client_pids)
             turn = hit(table)
             for event in ("state_changed", "interaction_reverted"):
                 for conn, _ in workers:
@@ -346,8 +347,7 @@ def measure(servers: list[tuple[subprocess.Popen, int]], clients: int, rounds: i
                 row.spreads += [(t - min(received)) * 1000 for t in received]
                 row.undo_trips.append((answered - sent) * 1000)
         row.server_cpu = (cpu_seconds(pids) - cpu_before) * 1000 / rounds
-        client_cpu = cpu_seconds([process.pid for _, process in workers]) - client_cpu_before
-        row.client_cpu = client_cpu * 1000 / rounds
+        row.client_cpu = (cpu_seconds(client_pids) - client_cpu_before) * 1000 / rounds
         for conn, _ in workers:
             conn.send(("stop",))
     finally:

@@ -19,7 +19,16 @@ from django_tasks_db.models import DBTaskResult
 from audit.models import InvocationOrigin, SecurityEvent, ToolInvocation
 from audit.services import invocation_dispatch
 from campaigns import realtime
-from campaigns.models import Campaign, Chapter, Creature, Dungeon, Resource
+from campaigns.models import (
+    Campaign,
+    Chapter,
+    ChatMessage,
+    Creature,
+    Dungeon,
+    Resource,
+    Source,
+    Turn,
+)
 from campaigns.selectors import campaign_state
 from campaigns.services import (
     campaign_create,
@@ -27,6 +36,7 @@ from campaigns.services import (
     creature_create,
     dungeon_create,
     membership_add,
+    message_post,
     resource_create,
     turn_create,
 )
@@ -142,6 +152,17 @@ class World:
 
     def turn(self, actor: User | None = None, message: str = "I act."):
         return turn_create(campaign=self.campaign, actor=actor or self.player, message=message)
+
+
+def narrate(turn: Turn, text: str) -> ChatMessage:
+    """The GM's narration in `turn`, posted as the GM's worker posts it."""
+    return message_post(
+        turn=turn,
+        author=None,
+        role=ChatMessage.Role.GM,
+        source=Source.AI_TOOL_EXECUTION,
+        content=text,
+    )
 
 
 def build_world(prefix: str = "") -> World:

@@ -13,10 +13,10 @@ from audit.models import InvocationOrigin, SecurityEvent, ToolInvocation
 from audit.services import turn_rewind, turn_undo
 from audit.services.hand import hand_call
 from audit.services.redo import turn_redo
-from campaigns.models import ChatMessage, DiceRoll, Source, Turn
-from campaigns.services import dice_roll_record, message_post
+from campaigns.models import DiceRoll, Turn
+from campaigns.services import dice_roll_record
 from core.errors import Conflict, Diverged, Forbidden
-from tests.conftest import World, commit, dump
+from tests.conftest import World, commit, dump, narrate
 
 pytestmark = pytest.mark.django_db
 
@@ -68,13 +68,7 @@ def gm_turn(world: World, actor=None) -> GMTurn:
             tool_use_id="toolu_move",
         ),
     ]
-    message_post(
-        turn=turn,
-        author=None,
-        role=ChatMessage.Role.GM,
-        source=Source.AI_TOOL_EXECUTION,
-        content="A 20 hits: the goblin reels.",
-    )
+    narrate(turn, "A 20 hits: the goblin reels.")
     Turn.objects.filter(pk=turn.pk).update(status=Turn.Status.COMPLETED)
     turn.refresh_from_db()
     return GMTurn(turn, before, dump(world.campaign), rows)

@@ -7,7 +7,7 @@ from playwright.sync_api import expect
 from ai_tools import registry
 from ai_tools.base import ToolContext
 from campaigns.models import DiceRoll
-from campaigns.services import message_post, turn_create
+from campaigns.services import turn_create
 from tests.browser.support import (
     chromium,
     open_table,
@@ -15,7 +15,7 @@ from tests.browser.support import (
     screenshot,
     signed_in_page,
 )
-from tests.conftest import World
+from tests.conftest import World, narrate
 from tests.realtime.conftest import shared_layer
 
 pytestmark = pytest.mark.browser
@@ -67,7 +67,7 @@ def gm_rolls(world: World, turn) -> DiceRoll:
 def test_the_gms_roll_appears_live_inside_its_turn(live_world: World, asgi_server: str):
     world = live_world
     turn = turn_create(campaign=world.campaign, actor=world.player, message="I pick the lock")
-    message_post(turn=turn, author=None, role="gm", source="ai_tool_execution", content="Roll.")
+    narrate(turn, "Roll.")
     with chromium() as browser:
         page = signed_in_page(browser, asgi_server, world.other.username)
         open_table(page, world.campaign.pk)

@@ -6,9 +6,10 @@ from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from audit.models import ToolInvocation
-from campaigns.models import ChatMessage, Source, Turn
-from campaigns.services import message_post, turn_create
+from campaigns.models import ChatMessage, Turn
+from campaigns.services import turn_create
 from gm.models import GMRound
+from tests.conftest import narrate
 
 
 def post_turn(world, message: str, **extra):
@@ -113,12 +114,6 @@ def test_a_created_turn_still_reads_its_messages_afresh_when_filtered(world):
         assert [m.content for m in turn.messages.all()] == ["I wait."]
         assert list(turn.invocations.all()) == []
     assert queries.captured_queries == []
-    message_post(
-        turn=turn,
-        author=None,
-        role=ChatMessage.Role.GM,
-        source=Source.AI_TOOL_EXECUTION,
-        content="Time passes.",
-    )
+    narrate(turn, "Time passes.")
     gm = turn.messages.filter(role=ChatMessage.Role.GM)
     assert [m.content for m in gm] == ["Time passes."]

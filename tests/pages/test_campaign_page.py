@@ -9,7 +9,7 @@ from django.test import Client
 from audit.services import turn_undo
 from campaigns.models import ChatMessage, Turn
 from campaigns.services import message_post, turn_create
-from tests.conftest import World, commit, signed_in
+from tests.conftest import World, commit, narrate, signed_in
 
 
 def page(client: Client, world: World) -> str:
@@ -33,7 +33,7 @@ def roster(html: str, key: str) -> str:
 
 def gm_turn(world: World, message: str, *, actor=None, narration: str = "The GM answers.") -> Turn:
     turn = turn_create(campaign=world.campaign, actor=actor or world.player, message=message)
-    message_post(turn=turn, author=None, role="gm", source="ai_tool_execution", content=narration)
+    narrate(turn, narration)
     Turn.objects.filter(pk=turn.pk).update(status=Turn.Status.COMPLETED)
     return turn
 
