@@ -2,8 +2,8 @@
 (`config.asgi:application`) with production settings on PostgreSQL and Redis: what an HTTP
 request costs each server, and how fast an undo's event reaches N websocket clients through each.
 
-    .venv/bin/python bench/asgi_servers.py [--smoke] [rounds] [seconds] [players] [undos]
-                                           [servers] [N ...]
+    .venv/bin/python bench/asgi_servers.py [--smoke] [--autobahn] [rounds] [seconds] [players]
+                                           [undos] [servers] [N ...]
 
 (REDIS_URL, the channels-redis server, defaults to redis://127.0.0.1:6379/4; the database is a
 fresh one, dropped at the end.)
@@ -27,7 +27,8 @@ event at each of N sockets, the clients in other processes, one host clock), wit
 run in turn, the first alternating row by row. Reported: p50/p95/p99 of the receipts, the time
 to a round's first receipt (the undo itself), the undo request's own round trip, the servers'
 CPU per round (a hit's and an undo's fan-out) and the client processes' (on this same host,
-where a browser's would not be).
+where a browser's would not be: picows's client, or with `--autobahn` autobahn's, which costs
+them about three times as much).
 
 Then the ratios uvicorn / Daphne of each figure (below 1: uvicorn spends or waits less).
 A benchmark, not a test: it asserts no figure, only that every request got its expected answer
@@ -46,6 +47,7 @@ from _setup import django_on_postgres, sizes
 from asgi_handler import phase, with_heroes
 from table_load import _http
 from ws_fanout import (
+    AUTOBAHN_HELP,
     TIMEOUT,
     Row,
     build_table,
@@ -165,8 +167,9 @@ def http_figures(runs: list[dict]) -> dict[str, float]:
 # -- fan-out -------------------------------------------------------------------------------------
 
 
-def fanout_side_by_side(undos: int, servers: int, counts: list[int]) -> list[tuple]:
-    """(processes, N, server kind, Row) for every row, both kinds in turn."""
+def fanout_side_by_side(undos: int, servers: int, counts: list[int], client: str) -> list[tuple]:
+    """(processes, N, server kind, Row) for every row, both kinds in turn, the sockets
+    `client`'s (`ws_fanout.CLIENTS`)."""
     from django.db import connections
 
     rows = []
@@ -179,7 +182,8 @@ def fanout_side_by_side(undos: int, servers: int, counts: list[int]) -> list[tup
                     with tempfile.TemporaryDirectory(dir=logs) as own:
                         running = start_servers(topology, own, None, SERVERS[name])
                         try:
-                            rows.append((topology, clients, name, measure(running, clients, undos)))
+                            row = measure(running, clients, undos, client)
+                            rows.append((topology, clients, name, row))
                         finally:
                             stop_servers(running)
                 order.reverse()
@@ -206,9 +210,18 @@ def ratios(figures: dict[str, dict[str, float]]) -> str:
     return ", ".join(f"{k} {ours[k] / theirs[k]:.2f}x" for k in ours if theirs[k])
 
 
-def main(rounds: int, seconds: int, players: int, undos: int, servers: int, counts: list[int]):
+def main(
+    rounds: int,
+    seconds: int,
+    players: int,
+    undos: int,
+    servers: int,
+    counts: list[int],
+    autobahn: bool = False,
+) -> None:
+    client = "autobahn" if autobahn else "picows"
     http = http_side_by_side(rounds, seconds, players)
-    fanout = fanout_side_by_side(undos, servers, counts)
+    fanout = fanout_side_by_side(undos, servers, counts, client)
 
     print(
         f"HTTP: {players} players, closed loop, {rounds} rounds x {seconds} s per server, "
@@ -223,7 +236,7 @@ def main(rounds: int, seconds: int, players: int, undos: int, servers: int, coun
 
     print(
         f"\nFan-out: undo request -> interaction_reverted at each client; {undos} undos per row "
-        "(+1 warm-up), PostgreSQL + Redis, clients in other processes; one host clock"
+        f"(+1 warm-up), PostgreSQL + Redis, {client} clients in other processes; one host clock"
     )
     header = [
         *("p50 ms", "p95 ms", "p99 ms", "first p50"),
@@ -260,6 +273,7 @@ if __name__ == "__main__":
             "counts": [200, 1000],
         },
         smoke={"rounds": 1, "seconds": 1, "players": 2, "undos": 2, "servers": 2, "counts": [10]},
+        switches={"autobahn": AUTOBAHN_HELP},
     )
     from ws_fanout import production_environment
 

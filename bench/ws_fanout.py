@@ -3,15 +3,19 @@
 of N websocket clients, N = 10, 50, 200, with one Daphne process and then two behind the same
 Redis (channels-redis), on PostgreSQL.
 
-    .venv/bin/python bench/ws_fanout.py [--smoke] [rounds] [servers] [N ...]
+    .venv/bin/python bench/ws_fanout.py [--smoke] [--autobahn] [rounds] [servers] [N ...]
 
 (REDIS_URL, the channels-redis server, defaults to redis://127.0.0.1:6379/4; the database is a
 fresh one, dropped at the end.)
 
 Each server is `daphne config.asgi:application` in a process of its own (production settings:
 DJANGO_DEBUG=0, the scripted GM). The clients are websockets in separate client processes
-(autobahn, CLIENT_PROCESSES of them sharing the sockets), each socket signed in by a player's
+(CLIENT_PROCESSES of them sharing the sockets), each socket signed in by a player's
 `Authorization: Token` header with the server's own `Origin`, spread evenly over the servers.
+They are picows's client (Cython), or with `--autobahn` autobahn's (pure Python, the bench's
+client until 7 Dec 2026): the clients share the servers' two cores, where browsers would not,
+and autobahn's cost them about three times picows's CPU per message (`clients CPU/round`).
+Both are strict: the handshake's accept key checked, every frame a whole text message.
 Every round the bench plays a turn (one `modify_creature` call, dispatched from this process),
 waits until its `state_changed` has reached every socket (the table is quiet), tells the client
 processes which turn's revert to wait for, reads `time.time()`, posts the turn's undo as its
@@ -56,15 +60,49 @@ TIMEOUT = 30  # seconds: a server start, a handshake batch or an event, before t
 # -- the clients: separate processes, no Django --------------------------------------------------
 
 
-def clients_main(conn: Connection, campaign: str, targets: list[tuple[int, str]]) -> None:
-    """One client process: a websocket per (port, token) on `campaign`'s feed; then, until told
-    to stop, for each ("expect", type, turn) from the bench, the receipt time of that turn's
-    event of that type at every socket."""
+def clients_main(
+    conn: Connection, campaign: str, targets: list[tuple[int, str]], client: str = "picows"
+) -> None:
+    """One client process: a websocket per (port, token) on `campaign`'s feed, of the `client`
+    kind (`CLIENTS`); then, until told to stop, for each ("expect", type, turn) from the bench,
+    the receipt time of that turn's event of that type at every socket."""
     try:
-        asyncio.run(_clients(conn, campaign, targets))
+        asyncio.run(_clients(conn, campaign, targets, CLIENTS[client]))
     except BaseException as exc:
         conn.send(("error", f"{type(exc).__name__}: {exc}"))
         raise
+
+
+class Book:
+    """What one client process's sockets received: each event's receipt times, every socket's
+    seq checked against its `hello` and the one before, and whatever went wrong."""
+
+    def __init__(self, sockets: int) -> None:
+        self.sockets = sockets
+        self.receipts: dict[tuple[str, int], list[float]] = defaultdict(list)
+        self.arrived: dict[tuple[str, int], asyncio.Event] = defaultdict(asyncio.Event)
+        self.problems: list[str] = []
+
+    def text(self, feed: Any, payload: bytes | str, now: float) -> None:
+        """A text message `payload` that reached `feed` (holding its `seq`, None before its
+        hello, and its `hello` future) at `now`."""
+        envelope = json.loads(payload)
+        if envelope["type"] == "hello":
+            feed.seq = envelope["seq"]
+            feed.hello.set_result(None)
+            return
+        if feed.seq is None:
+            self.problems.append(f"an event before the hello: {envelope['type']}")
+            return
+        if envelope["seq"] <= feed.seq:  # committed while joining: already counted as seen
+            return
+        if envelope["seq"] != feed.seq + 1:
+            self.problems.append(f"seq gap: {feed.seq} then {envelope['seq']}")
+        feed.seq = envelope["seq"]
+        key = (envelope["type"], envelope["turn"])
+        self.receipts[key].append(now)
+        if len(self.receipts[key]) == self.sockets:
+            self.arrived[key].set()
 
 
 async def open_feed(protocol: type, port: int, campaign: str, token: str, problems: list[str]):
@@ -92,44 +130,132 @@ async def open_feed(protocol: type, port: int, campaign: str, token: str, proble
     return feed
 
 
-async def _clients(conn: Connection, campaign: str, targets: list[tuple[int, str]]) -> None:
+async def autobahn_feeds(book: Book, campaign: str, targets: list[tuple[int, str]]):
+    """The sockets as autobahn's asyncio client (pure Python); and how to close them all."""
     from autobahn.asyncio.websocket import WebSocketClientProtocol
-
-    loop = asyncio.get_running_loop()
-    receipts: dict[tuple[str, int], list[float]] = defaultdict(list)
-    arrived: dict[tuple[str, int], asyncio.Event] = defaultdict(asyncio.Event)
-    problems: list[str] = []
 
     class Feed(WebSocketClientProtocol):
         seq: int | None = None
 
+        @property
+        def hello(self) -> asyncio.Future:
+            return self.factory.hello
+
         def onMessage(self, payload: bytes, isBinary: bool) -> None:
             now = time.time()
-            envelope = json.loads(payload)
-            if envelope["type"] == "hello":
-                self.seq = envelope["seq"]
-                self.factory.hello.set_result(None)
+            if isBinary:
+                book.problems.append("a binary message")
                 return
-            if envelope["seq"] <= self.seq:  # committed while joining: already counted as seen
-                return
-            if envelope["seq"] != self.seq + 1:
-                problems.append(f"seq gap: {self.seq} then {envelope['seq']}")
-            self.seq = envelope["seq"]
-            key = (envelope["type"], envelope["turn"])
-            receipts[key].append(now)
-            if len(receipts[key]) == len(targets):
-                arrived[key].set()
+            book.text(self, payload, now)
 
         def onClose(self, wasClean: bool, code: int | None, reason: str | None) -> None:
             if not self.factory.closing:
-                problems.append(f"socket closed by the server: {code} {reason}")
+                book.problems.append(f"socket closed by the server: {code} {reason}")
 
     async def connect(port: int, token: str, gate: asyncio.Semaphore) -> Feed:
         async with gate:
-            return await open_feed(Feed, port, campaign, token, problems)
+            return await open_feed(Feed, port, campaign, token, book.problems)
 
     gate = asyncio.Semaphore(20)  # handshakes at once per process: below the listen backlog
     feeds = await asyncio.gather(*(connect(port, token, gate) for port, token in targets))
+
+    async def close() -> None:
+        for feed in feeds:
+            feed.factory.closing = True
+            feed.sendClose()
+        await asyncio.wait([feed.is_closed for feed in feeds], timeout=TIMEOUT)
+
+    return feeds, close
+
+
+async def picows_feeds(book: Book, campaign: str, targets: list[tuple[int, str]]):
+    """The sockets as picows's client (Cython: its frame parsing costs a fraction of autobahn's,
+    so the clients, on the servers' own two cores, take less of them); and how to close them
+    all. As strict as the autobahn one: picows checks the handshake's Sec-WebSocket-Accept, and
+    every frame must be a whole text message without extension bits, or a ping or pong (picows
+    answers pings itself); a close the bench did not start is a problem."""
+    from picows import WSListener, WSMsgType, ws_connect
+
+    loop = asyncio.get_running_loop()
+
+    class Feed(WSListener):
+        def __init__(self) -> None:
+            self.seq: int | None = None
+            self.hello = loop.create_future()
+            self.closing = False
+            self.closed = loop.create_future()
+
+        def on_ws_frame(self, transport: Any, frame: Any) -> None:
+            now = time.time()
+            kind = frame.msg_type
+            if kind is WSMsgType.TEXT and frame.fin and not frame.rsv1:
+                book.text(self, frame.get_payload_as_bytes(), now)
+            elif kind is WSMsgType.CLOSE:
+                if not self.closing:
+                    self.closing = True  # told here, not again as the connection drops
+                    book.problems.append(
+                        f"socket closed by the server: {frame.get_close_code()} "
+                        f"{frame.get_close_reason()}"
+                    )
+                transport.send_close(frame.get_close_code())
+                transport.disconnect()
+            elif kind not in (WSMsgType.PING, WSMsgType.PONG):
+                book.problems.append(f"an unexpected frame: {frame}")
+
+        def on_ws_disconnected(self, transport: Any) -> None:
+            if not self.closing:
+                book.problems.append("socket dropped without a close frame")
+            if not self.hello.done():
+                self.hello.set_exception(RuntimeError("closed before its hello"))
+            if not self.closed.done():
+                self.closed.set_result(None)
+
+    async def connect(port: int, token: str, gate: asyncio.Semaphore) -> tuple[Any, Feed]:
+        async with gate:
+            transport, feed = await ws_connect(
+                Feed,
+                f"ws://127.0.0.1:{port}/ws/campaigns/{campaign}/",
+                websocket_handshake_timeout=TIMEOUT,
+                extra_headers={
+                    "Origin": f"http://127.0.0.1:{port}",
+                    "Authorization": f"Token {token}",
+                },
+            )
+            try:
+                await asyncio.wait_for(feed.hello, TIMEOUT)
+            except (TimeoutError, RuntimeError) as error:
+                raise RuntimeError(
+                    f"no hello on port {port}: {book.problems[-1:] or error}"
+                ) from None
+            return transport, feed
+
+    gate = asyncio.Semaphore(20)  # handshakes at once per process: below the listen backlog
+    feeds = await asyncio.gather(*(connect(port, token, gate) for port, token in targets))
+
+    async def close() -> None:
+        for transport, feed in feeds:
+            feed.closing = True
+            transport.send_close()
+        await asyncio.wait([feed.closed for _, feed in feeds], timeout=TIMEOUT)
+
+    return feeds, close
+
+
+# The websocket clients the bench can open, by name: what the client processes spend per message
+# is on the servers' host (a browser's is not), so the leaner one measures the servers more truly.
+CLIENTS = {"picows": picows_feeds, "autobahn": autobahn_feeds}
+AUTOBAHN_HELP = (
+    "the clients on autobahn's websocket (pure Python, as before 7 Dec 2026) instead of "
+    "picows's: about three times the clients' CPU on the servers' host"
+)
+
+
+async def _clients(
+    conn: Connection, campaign: str, targets: list[tuple[int, str]], feeds_of: Callable
+) -> None:
+    loop = asyncio.get_running_loop()
+    book = Book(len(targets))
+    feeds, close = await feeds_of(book, campaign, targets)
     conn.send(("ready", len(feeds)))
 
     commands: asyncio.Queue = asyncio.Queue()
@@ -137,15 +263,15 @@ async def _clients(conn: Connection, campaign: str, targets: list[tuple[int, str
     while (command := await commands.get())[0] == "expect":
         key = command[1:]
         try:
-            await asyncio.wait_for(arrived[key].wait(), TIMEOUT)
+            await asyncio.wait_for(book.arrived[key].wait(), TIMEOUT)
         except TimeoutError:
-            problems.append(f"{key}: {len(receipts[key])} of {len(targets)} received")
-        conn.send(("problems", problems) if problems else ("received", receipts.pop(key)))
-        del arrived[key]
-    for feed in feeds:
-        feed.factory.closing = True
-        feed.sendClose()
-    await asyncio.wait([feed.is_closed for feed in feeds], timeout=TIMEOUT)
+            book.problems.append(f"{key}: {len(book.receipts[key])} of {len(targets)} received")
+        if book.problems:
+            conn.send(("problems", book.problems))
+        else:
+            conn.send(("received", book.receipts.pop(key)))
+        del book.arrived[key]
+    await close()
 
 
 # -- the servers ---------------------------------------------------------------------------------
@@ -305,8 +431,11 @@ class Row:
         )
 
 
-def measure(servers: list[tuple[subprocess.Popen, int]], clients: int, rounds: int) -> Row:
-    """Every round's receipts at every client and what the round cost the servers."""
+def measure(
+    servers: list[tuple[subprocess.Popen, int]], clients: int, rounds: int, client: str = "picows"
+) -> Row:
+    """Every round's receipts at every client (`client` sockets, `CLIENTS`) and what the round
+    cost the servers and the client processes."""
     ports = [port for _, port in servers]
     pids = [process.pid for process, _ in servers]
     table = build_table(clients)
@@ -317,7 +446,7 @@ def measure(servers: list[tuple[subprocess.Popen, int]], clients: int, rounds: i
         ours, theirs = spawn.Pipe()
         process = spawn.Process(
             target=clients_main,
-            args=(theirs, str(table["campaign"].pk), targets[share::CLIENT_PROCESSES]),
+            args=(theirs, str(table["campaign"].pk), targets[share::CLIENT_PROCESSES], client),
             daemon=True,
         )
         process.start()
@@ -362,9 +491,10 @@ def percentile(values: list[float], q: int) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
 
 
-def main(rounds: int, servers: int, counts: list[int]) -> None:
+def main(rounds: int, servers: int, counts: list[int], autobahn: bool = False) -> None:
     from django.db import connections
 
+    client = "autobahn" if autobahn else "picows"
     rows = []
     with tempfile.TemporaryDirectory(prefix="ws_fanout-") as log_dir:
         for topology in range(1, servers + 1):
@@ -372,14 +502,14 @@ def main(rounds: int, servers: int, counts: list[int]) -> None:
             running = start_servers(topology, log_dir)
             try:
                 for clients in counts:
-                    rows.append((topology, clients, measure(running, clients, rounds)))
+                    rows.append((topology, clients, measure(running, clients, rounds, client)))
             finally:
                 stop_servers(running)
 
     print(
         f"undo request -> interaction_reverted at each client; {rounds} undos per row "
-        f"(+1 warm-up), PostgreSQL + Redis, Daphne processes, clients in {CLIENT_PROCESSES} "
-        "other processes; one host clock"
+        f"(+1 warm-up), PostgreSQL + Redis, Daphne processes, {client} clients in "
+        f"{CLIENT_PROCESSES} other processes; one host clock"
     )
     print(
         f"{'servers':>7} {'clients':>7} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}"
@@ -419,6 +549,7 @@ if __name__ == "__main__":
         __doc__,
         full={"rounds": 20, "servers": 2, "counts": [10, 50, 200]},
         smoke={"rounds": 2, "servers": 1, "counts": [10]},
+        switches={"autobahn": AUTOBAHN_HELP},
     )
     production_environment()
     with django_on_postgres("ws_fanout"):
