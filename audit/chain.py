@@ -30,9 +30,11 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
+from django.db.models import OuterRef, QuerySet, Subquery
 
 from audit.models import StatusTransition, ToolInvocation
 from campaigns.models import Campaign
+from core.prepared import prepared
 
 # The invocation row's fields under its seal. `status` is sealed as it was when the row was
 # written; every later status is a transition link of its own.
@@ -276,23 +278,34 @@ class Tip:
     hash: str
 
 
-def chain_tip(campaign_id: Any) -> Tip:
-    """Assumes the campaign lock, which every writer of the log takes first."""
-    last = (
+def _tip_read(campaign_id: Any) -> QuerySet:
+    """The log's last row, with the last transition chained after it (None, None if none)."""
+    after = StatusTransition.objects.filter(
+        campaign_id=OuterRef("campaign_id"), after_sequence=OuterRef("sequence")
+    ).order_by("-ordinal")
+    return (
         ToolInvocation.objects.filter(campaign_id=campaign_id)
         .order_by("-sequence")
-        .values_list("sequence", "row_hash")
-        .first()
+        .annotate(
+            after_ordinal=Subquery(after.values("ordinal")[:1]),
+            after_hash=Subquery(after.values("row_hash")[:1]),
+        )
+        .values_list("sequence", "row_hash", "after_ordinal", "after_hash")[:1]
     )
-    if last is None:
+
+
+# Read by every status change (a revert, an approval's answer): one statement, compiled once.
+_tip = prepared(_tip_read)
+
+
+def chain_tip(campaign_id: Any) -> Tip:
+    """The chain's last link: the log's last row, or the last transition chained after it.
+    Assumes the campaign lock, which every writer of the log takes first."""
+    found = _tip(campaign_id)
+    if not found:
         return Tip(0, 0, "")
-    after = (
-        StatusTransition.objects.filter(campaign_id=campaign_id, after_sequence=last[0])
-        .order_by("-ordinal")
-        .values_list("ordinal", "row_hash")
-        .first()
-    )
-    return Tip(last[0], *after) if after else Tip(last[0], 0, last[1])
+    sequence, row_hash, ordinal, after_hash = found[0]
+    return Tip(sequence, 0, row_hash) if ordinal is None else Tip(sequence, ordinal, after_hash)
 
 
 def transitions_append(

@@ -4,7 +4,8 @@ import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from audit.models import ToolInvocation
+from audit.chain import Tip, chain_tip
+from audit.models import StatusTransition, ToolInvocation
 from audit.services import (
     invocation_dispatch,
     invocation_revert,
@@ -128,6 +129,24 @@ def test_undoing_a_turn_reads_the_turn_once_however_many_calls_it_has(world):
         table = connection.ops.quote_name(Turn._meta.db_table)
         reads[calls] = [q["sql"] for q in queries if f"FROM {table}" in q["sql"]]
     assert [len(found) for found in reads.values()] == [1, 1], reads
+
+
+def test_a_status_change_reads_the_chains_tip_in_one_statement(world):
+    """The tip a transition links to is the log's last row, or the last transition chained
+    after it: read together, in one statement, whichever it is."""
+    row = commit(world, "modify_creature", {"creature_id": world.goblin.pk, "hp_delta": -1})
+    tips = []
+    for _ in range(2):  # the row itself, then the transition its revert chained after it
+        with CaptureQueriesContext(connection) as queries:
+            tips.append(chain_tip(world.campaign.pk))
+        assert len(queries) == 1, [q["sql"] for q in queries]
+        invocation_revert(campaign_id=world.campaign.pk, invocation_id=row.pk, user=world.owner)
+    link = StatusTransition.objects.get(invocation=row)
+    assert tips == [
+        Tip(row.sequence, 0, row.row_hash),
+        Tip(row.sequence, link.ordinal, link.row_hash),
+    ]
+    assert link.prev_hash == row.row_hash and link.after_sequence == row.sequence
 
 
 def test_undo_turn_reverts_all_its_calls_atomically_and_hides_its_messages(
