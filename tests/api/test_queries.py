@@ -15,10 +15,10 @@ LIST_QUERIES = 4
 # The campaign (visibility, in the view), then in the service's transaction: savepoint, the
 # campaign again (visibility and row lock in one query), the invocation row lock, the later
 # writers of its write set (conflicts), the turn for the tool context, the restore, the row's
-# status, the restored state, the chain's tip (last row, last transition after it), the
-# transition link and the campaign's log head, the event sequence, what players may see of the
-# restored state (it names the moved creature: `campaigns.visibility`), release.
-REVERT_QUERIES = 16
+# status, the restored state, the chain's tip (last row and last transition after it, in one
+# statement), the transition link and the campaign's log head, the event sequence, what players
+# may see of the restored state (it names the moved creature: `campaigns.visibility`), release.
+REVERT_QUERIES = 15
 
 
 @pytest.mark.parametrize("rows", [5, 50])
