@@ -161,7 +161,8 @@ if os.environ.get("DATABASE_URL"):
         DATABASES["default"]["ENGINE"] = "config.postgresql"
         DATABASES["default"].setdefault("OPTIONS", {})["pool"] = postgres_pool()
         # psycopg prepares a statement on the server when asked (`prepare=True`: the dispatch's
-        # hot statements, `core.prepared.prepared_cursor`), never after a count of runs
+        # hot statements and every read compiled once, `core.prepared.prepared_cursor`; it keeps
+        # the 100 last used per connection, its `prepared_max`), never after a count of runs
         # (Django's cursors bind on the client and never prepare); Django's default, None,
         # would refuse even when asked.
         DATABASES["default"]["OPTIONS"].setdefault("prepare_threshold", 2**31 - 1)

@@ -55,7 +55,7 @@ class _Statement:
     def rows(self, alias: str, args: list[Any]) -> list[Any]:
         params = [slot(args) if isinstance(slot, _Slot) else slot for slot in self.slots]
         compiler = _clone(self.compiler)
-        compiler.connection = connections[alias]  # this thread's connection
+        compiler.connection = _Preparing(connections[alias])  # this thread's connection
         compiler.as_sql = lambda *_, **__: (self.sql, params)
         query = _clone(self.queryset._query)
         query.get_compiler = lambda *_, **__: compiler
@@ -63,6 +63,20 @@ class _Statement:
         # `_query`: the `query` setter would make a `values_list()` read `values()` dicts
         queryset._query, queryset._result_cache, queryset._prefetch_done = query, None, False
         return list(queryset)
+
+
+class _Preparing:
+    """A connection as a compiler uses it, whose cursors prepare each statement on the server
+    (`prepared_cursor`): a read compiled once is then also parsed and planned once."""
+
+    def __init__(self, wrapped: Any) -> None:
+        self._wrapped = wrapped
+
+    def cursor(self) -> Any:
+        return prepared_cursor(self._wrapped)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._wrapped, name)
 
 
 class _Slot:
@@ -260,9 +274,10 @@ def _key(shape: tuple[Any, ...], static: frozenset[int], args: tuple[Any, ...]) 
     return (*shape, *(tuple(v) if isinstance(v, list) else v for v in values))
 
 
-def prepared_cursor() -> Any:
-    """A cursor for the dispatch's hot statements (the campaign lock, a tool's read and write of
-    its target, the log's append): Django's (its wrappers, its query log), over a psycopg cursor
+def prepared_cursor(using: Any = None) -> Any:
+    """A cursor for the hot statements (the dispatch's campaign lock, a tool's read and write of
+    its target, the log's append; every `prepared` read) on `using` (default: the default
+    database's connection): Django's (its wrappers, its query log), over a psycopg cursor
     that binds the parameters on the server and prepares each statement there once per
     connection, on PostgreSQL; elsewhere Django's own. Parsing and planning such a statement at
     every call costs about what running it does, and quoting its parameters into the text costs
@@ -270,10 +285,11 @@ def prepared_cursor() -> Any:
     are logged (DEBUG, a test counting them) it runs as any other statement: the query log
     reads the statement's text from psycopg's cursor, which a prepared run does not keep. The
     statements name their columns, so a column a migration adds leaves a prepared one valid."""
-    if connection.vendor != "postgresql" or connection.queries_logged:
-        return connection.cursor()
-    connection.ensure_connection()  # `prepare_threshold` comes with it (config/settings.py)
-    return connection._prepare_cursor(_ServerPrepared(connection.connection))
+    wrapper = connection if using is None else using
+    if wrapper.vendor != "postgresql" or wrapper.queries_logged:
+        return wrapper.cursor()
+    wrapper.ensure_connection()  # `prepare_threshold` comes with it (config/settings.py)
+    return wrapper._prepare_cursor(_ServerPrepared(wrapper.connection))
 
 
 class _ServerPrepared(psycopg.Cursor):

@@ -91,6 +91,26 @@ def test_a_read_is_compiled_once_then_runs_one_statement(two_worlds, monkeypatch
     assert compiled == []
 
 
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="a statement is prepared on PostgreSQL's server"
+)
+def test_a_read_is_parsed_and_planned_once_per_connection_on_postgresql(two_worlds):
+    """Its statement is also prepared on the server, once, then run with each call's values."""
+    first, second = two_worlds
+    rows_of = prepared(
+        lambda campaign_id: (
+            Creature.objects.filter(campaign_id=campaign_id).order_by("pk").values(*FIELDS)
+        )
+    )
+    for world in (first, second, first):
+        assert rows_of(world.campaign.pk) == plain_rows(world.campaign)
+    (statement,) = rows_of._statements.values()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        on_server = [text for (text,) in cursor.fetchall()]
+    assert on_server.count(statement.sql.replace("%s", "$1")) == 1, on_server
+
+
 def test_model_instances_come_with_their_related_rows(two_worlds):
     first, second = two_worlds
     for world in (first, second):
