@@ -26,7 +26,7 @@ from campaigns.permissions import is_audit_staff
 from campaigns.selectors import revert_any_granted
 from campaigns.visibility import Fog, Sight, call_hidden, fog_read, held_call_hidden, placed_cell
 from core.prepared import prepared
-from core.queries import get_or_not_found
+from core.queries import read_or_not_found
 
 # Columns only revert needs; the API never shows them, so a page of the log does not load them.
 _INTERNAL = ("revert_snapshot", "post_state", "write_set", "read_set", "broadcast_events")
@@ -55,16 +55,22 @@ def invocation_list(
     )
 
 
+# Compiled once (core/prepared.py): a revert locks its invocation so, the pages read it so.
+def _invocation_rows(campaign_id: Any, invocation_id: Any, lock: bool) -> QuerySet:
+    rows = ToolInvocation.objects.filter(campaign_id=campaign_id, pk=invocation_id)
+    if lock:
+        return rows.select_for_update()
+    return rows.select_related("user", "requested_by", "reverted_by")
+
+
+_invocation_row = prepared(_invocation_rows)
+
+
 def invocation_get(*, campaign: Campaign, invocation_id: Any, lock: bool = False) -> ToolInvocation:
     """An invocation of this campaign; one of another campaign is NotFound, like a made-up id.
     With `lock`, the row alone is locked (no joins: FOR UPDATE refuses an outer join's nullable
     side), as revert needs it; every column is loaded, since revert and its plan read them all."""
-    rows = ToolInvocation.objects.filter(campaign=campaign)
-    if lock:
-        rows = rows.select_for_update()
-    else:
-        rows = rows.select_related("user", "requested_by", "reverted_by")
-    return get_or_not_found(rows, pk=invocation_id)
+    return read_or_not_found(_invocation_row, campaign.pk, invocation_id, bool(lock))
 
 
 def turn_list(*, campaign: Campaign) -> QuerySet[Turn]:

@@ -273,19 +273,21 @@ def map_background_get(*, campaign: Campaign) -> Any:
     return get_or_not_found(MapBackground.objects.all(), campaign_id=campaign.pk)
 
 
-def _campaign_get(*, lock: bool, **filters: Any) -> Campaign:
-    queryset = Campaign.objects.select_related("owner")
+def _campaign_rows(lock: bool, **filters: Any) -> QuerySet[Campaign]:
+    queryset = Campaign.objects.select_related("owner").filter(**filters)
     if lock:  # the campaign row only, not the joined owner or membership
         queryset = queryset.select_for_update(of=("self",))
-    return get_or_not_found(queryset, **filters)
+    return queryset
 
 
-# Every request of a member reads its campaign so: compiled once (core/prepared.py).
+# Every request of a member reads its campaign so, and every write of one locks it so: compiled
+# once (core/prepared.py), with the lock and without.
 _campaign_of_member = prepared(
-    lambda campaign_id, user_id: Campaign.objects.select_related("owner").filter(
-        pk=campaign_id, memberships__user_id=user_id
+    lambda campaign_id, user_id, lock: _campaign_rows(
+        lock, pk=campaign_id, memberships__user_id=user_id
     )
 )
+_campaign_row_owned = prepared(lambda campaign_id, lock: _campaign_rows(lock, pk=campaign_id))
 
 
 def campaign_get_for_member(*, campaign_id: Any, user: Any, lock: bool = False) -> Campaign:
@@ -293,16 +295,14 @@ def campaign_get_for_member(*, campaign_id: Any, user: Any, lock: bool = False) 
     With `lock`, the campaign row is locked in the same query (the writers' campaign lock)."""
     if not getattr(user, "is_authenticated", False):
         raise NotFound()
-    if lock:
-        return _campaign_get(pk=campaign_id, memberships__user_id=user.pk, lock=lock)
-    return read_or_not_found(_campaign_of_member, campaign_id, user.pk)
+    return read_or_not_found(_campaign_of_member, campaign_id, user.pk, bool(lock))
 
 
 def campaign_get_visible(*, campaign_id: Any, user: Any, lock: bool = False) -> Campaign:
     """Members see a campaign, and so does staff holding the global revert permission (they
     police every table from the admin). Everyone else gets NotFound."""
     if is_audit_staff(user):
-        return _campaign_get(pk=campaign_id, lock=lock)
+        return read_or_not_found(_campaign_row_owned, campaign_id, bool(lock))
     return campaign_get_for_member(campaign_id=campaign_id, user=user, lock=lock)
 
 
@@ -363,18 +363,18 @@ def campaign_member_names(*, campaign: Campaign) -> dict[int, str]:
 
 
 _turn_row = prepared(
-    lambda campaign_id, turn_id: Turn.objects.filter(campaign_id=campaign_id, pk=turn_id)
+    lambda campaign_id, turn_id, lock: (
+        Turn.objects.filter(campaign_id=campaign_id, pk=turn_id).select_for_update()
+        if lock
+        else Turn.objects.filter(campaign_id=campaign_id, pk=turn_id)
+    )
 )
 
 
 def turn_get(*, campaign: Campaign, turn_id: Any, lock: bool = False) -> Turn:
     """A turn of this campaign; one of another campaign, or a malformed id, is NotFound. With
     `lock`, the turn row is locked (undo holds it while it reverts the turn's calls)."""
-    if lock:
-        return get_or_not_found(
-            Turn.objects.filter(campaign=campaign).select_for_update(), pk=turn_id
-        )
-    return read_or_not_found(_turn_row, campaign.pk, turn_id)
+    return read_or_not_found(_turn_row, campaign.pk, turn_id, bool(lock))
 
 
 def creature_get(*, campaign: Campaign, creature_id: Any) -> Creature:

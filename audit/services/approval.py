@@ -35,6 +35,7 @@ from campaigns.realtime import broadcast_on_commit, event
 from campaigns.security import recording_denials
 from campaigns.selectors import campaign_get_visible
 from core.errors import Conflict, InvalidInput, StalePreview
+from core.prepared import prepared
 
 Status = ToolInvocation.Status
 # Sent in the answering transaction, under the campaign lock: (sender=ToolInvocation,
@@ -155,14 +156,18 @@ def invocation_expire(*, invocation_id: Any) -> str:
     return ApprovalAnswer.EXPIRED
 
 
+# Every undo reads so whether its turn has a call still waiting: compiled once (core/prepared.py).
+_held_of_turn = prepared(
+    lambda campaign_id, turn_id: ToolInvocation.objects.select_for_update().filter(
+        campaign_id=campaign_id, turn_id=turn_id, status=Status.AWAITING_APPROVAL
+    )
+)
+
+
 def held_calls_withdraw(*, campaign: Campaign, turn: Any, by: Any, reason: str) -> list[str]:
     """Reject every call of `turn` still waiting (its turn is being undone): no call is left to
     be approved onto an undone turn. Assumes the campaign lock, in the caller's transaction."""
-    rows = list(
-        ToolInvocation.objects.select_for_update().filter(
-            campaign=campaign, turn=turn, status=Status.AWAITING_APPROVAL
-        )
-    )
+    rows = _held_of_turn(campaign.pk, getattr(turn, "pk", turn))
     for row in rows:
         _transition(campaign, row, Status.REJECTED, by=by, reason=reason)
         _resolved(row, ApprovalAnswer.REJECTED, by=by, reason=reason)

@@ -20,6 +20,7 @@ from campaigns.realtime import broadcast_on_commit, event
 from campaigns.security import recording_denials
 from campaigns.selectors import campaign_get_visible, turn_get
 from core.errors import Conflict, InvalidInput
+from core.prepared import prepared
 
 COMMITTED = ToolInvocation.Status.COMMITTED
 # What a snapshot that does not fit raises on restore: a missing or foreign key, a value of the
@@ -120,11 +121,7 @@ def turn_undo(
         held_calls_withdraw(
             campaign=campaign, turn=turn, by=user, reason=f"{_name(user)} undid this turn."
         )
-        rows = list(
-            ToolInvocation.objects.select_for_update()
-            .filter(campaign=campaign, turn=turn)
-            .order_by("-sequence")
-        )
+        rows = _turn_calls(campaign.pk, turn.pk)
         for row in rows:  # the turn in hand, locked: no read of it per row (`_restore`)
             row.turn = turn
         todo = [r for r in rows if skip_reason(r) is None]
@@ -279,6 +276,37 @@ def _lock_turn(campaign_id: Any, turn_id: Any, user: Any):
     return campaign, turn_get(campaign=campaign, turn_id=turn_id, lock=True)
 
 
+# The log's reads of an undo, each compiled once and prepared on the server (core/prepared.py):
+# a turn's calls, locked, newest first; the committed write-set entries after a sequence on some
+# entities, but those of the `excluded` calls; calls by id, locked or not.
+_turn_calls = prepared(
+    lambda campaign_id, turn_id: (
+        ToolInvocation.objects.select_for_update()
+        .filter(campaign_id=campaign_id, turn_id=turn_id)
+        .order_by("-sequence")
+    )
+)
+_later_entries = prepared(
+    lambda campaign_id, roots, after, excluded: (
+        WriteSetEntry.objects.filter(
+            campaign_id=campaign_id,
+            root__in=roots,
+            sequence__gt=after,
+            invocation__status=COMMITTED,
+        )
+        .exclude(invocation_id__in=excluded)
+        .values_list("invocation_id", "sequence", "key")
+    )
+)
+_invocations = prepared(
+    lambda ids, lock: (
+        ToolInvocation.objects.filter(pk__in=ids).select_for_update()
+        if lock
+        else ToolInvocation.objects.filter(pk__in=ids)
+    )
+)
+
+
 def _dependents(
     campaign: Campaign, rows: list[ToolInvocation], *, closure: bool, lock: bool = False
 ) -> list[ToolInvocation]:
@@ -292,23 +320,18 @@ def _dependents(
         writes = [(k, r.sequence) for r in frontier for k in r.write_set]
         if not writes:
             break
-        candidates = (
-            WriteSetEntry.objects.filter(
-                campaign=campaign,
-                root__in={entities.root(k) for k, _ in writes},
-                sequence__gt=min(s for _, s in writes),
-                invocation__status=COMMITTED,
-            )
-            .exclude(invocation_id__in=excluded | set(found))
-            .values_list("invocation_id", "sequence", "key")
+        candidates = _later_entries(
+            campaign.pk,
+            sorted({entities.root(k) for k, _ in writes}),
+            min(s for _, s in writes),
+            sorted(excluded | set(found)),
         )
         hits = {
             inv
             for inv, seq, k in candidates
             if any(seq > s and entities.overlaps(k, w) for w, s in writes)
         }
-        found_rows = ToolInvocation.objects.filter(pk__in=hits)
-        frontier = list(found_rows.select_for_update() if lock else found_rows)
+        frontier = _invocations(sorted(hits), lock) if hits else []
         found.update((r.pk, r) for r in frontier)
         if not closure:
             break
