@@ -15,15 +15,30 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 from rest_framework import exceptions
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.authtoken.models import Token
 from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
 
+from core.prepared import prepared
 from web.negotiation import wants_json
 
 TOKEN_EXPIRED = "Token has expired; request a new one at /api/auth/token/."
+
+
+# Every request signed by a token reads it so (the REST API, the websocket, the MCP endpoint):
+# compiled once (core/prepared.py).
+_token_of_key = prepared(lambda key: Token.objects.select_related("user").filter(key=key))
+
+
+def token_live(key: str) -> Token | None:
+    """The token of `key` with its user, if there is one, its user active and it not expired."""
+    token = _token_of_key.first(key)
+    if token is None or not token.user.is_active or token_expired(token):
+        return None
+    return token
 
 
 def token_expired(token: Token) -> bool:
@@ -54,10 +69,15 @@ class ExpiringTokenAuthentication(TokenAuthentication):
     """`Authorization: Token <key>`, refused (401) once the token is TOKEN_TTL old."""
 
     def authenticate_credentials(self, key: str) -> tuple[Any, Token]:
-        user, token = super().authenticate_credentials(key)
+        """DRF's answers (an unknown key, an inactive user), from the read compiled once."""
+        token = _token_of_key.first(key)
+        if token is None:
+            raise exceptions.AuthenticationFailed(_("Invalid token."))
+        if not token.user.is_active:
+            raise exceptions.AuthenticationFailed(_("User inactive or deleted."))
         if token_expired(token):
             raise exceptions.AuthenticationFailed(TOKEN_EXPIRED)
-        return user, token
+        return token.user, token
 
 
 class SignupRateThrottle(SimpleRateThrottle):

@@ -26,9 +26,8 @@ from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.http.request import split_domain_port, validate_host
 from django.utils.http import is_same_domain
-from rest_framework.authtoken.models import Token
 
-from web.accounts import token_expired
+from web.accounts import token_live
 from web.consumers import REFUSED, refusal
 
 ASGIApp = Any
@@ -55,10 +54,8 @@ def token_from_scope(scope: dict[str, Any], keywords: tuple[str, ...] = ("token"
 
 @database_sync_to_async
 def user_for_token(key: str) -> Any:
-    token = Token.objects.select_related("user").filter(key=key).first()
-    if token is None or not token.user.is_active or token_expired(token):
-        return AnonymousUser()
-    return token.user
+    token = token_live(key)
+    return AnonymousUser() if token is None else token.user
 
 
 class TokenAuthMiddleware(BaseMiddleware):

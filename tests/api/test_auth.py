@@ -108,6 +108,18 @@ def test_an_unknown_token_gets_401():
     assert response.json()["detail"] == "Invalid token."
 
 
+def test_a_deactivated_users_token_gets_401_and_a_live_one_reads_its_user():
+    user = make_user("retired")
+    token = Token.objects.create(user=user)
+    client = APIClient(HTTP_AUTHORIZATION=f"Token {token.key}")
+    assert client.get("/api/campaigns/").status_code == 200
+    user.is_active = False
+    user.save()
+    response = client.get("/api/campaigns/")
+    assert response.status_code == 401
+    assert response.json()["detail"] == "User inactive or deleted."
+
+
 def test_a_session_post_without_the_csrf_token_is_refused():
     user = make_user("browser")
     client = Client(enforce_csrf_checks=True)
