@@ -36,6 +36,7 @@ bench: install
 	$(BIN)/python bench/dispatch_overhead.py $(BENCH_ARGS)
 	$(BIN)/python bench/peer_overhead.py $(BENCH_ARGS)
 	$(BIN)/python bench/prepared_reads.py $(BENCH_ARGS)
+	REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:6379/4} $(BIN)/python bench/server_prepared.py $(BENCH_ARGS)
 	$(BIN)/python bench/undo_scale.py $(BENCH_ARGS)
 	REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:6379/4} $(BIN)/python bench/ws_fanout.py $(BENCH_ARGS)
 	REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:6379/4} $(BIN)/python bench/table_load.py $(BENCH_ARGS)
