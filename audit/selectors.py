@@ -58,7 +58,7 @@ def invocation_list(
 # Compiled once (core/prepared.py): a revert locks its invocation so, the pages read it so.
 def _invocation_rows(campaign_id: Any, invocation_id: Any, lock: bool) -> QuerySet:
     rows = ToolInvocation.objects.filter(campaign_id=campaign_id, pk=invocation_id)
-    if lock:
+    if lock:  # the row alone: FOR UPDATE refuses an outer join's nullable side
         return rows.select_for_update()
     return rows.select_related("user", "requested_by", "reverted_by")
 

@@ -36,7 +36,7 @@ from campaigns.permissions import is_audit_staff, is_member
 from campaigns.visibility import Sight, state_seen
 from core.errors import Gone, NotFound
 from core.prepared import prepared
-from core.queries import get_or_not_found, read_or_not_found
+from core.queries import get_or_not_found, locked_if, read_or_not_found
 
 
 def _iso(value: Any) -> str | None:
@@ -274,10 +274,9 @@ def map_background_get(*, campaign: Campaign) -> Any:
 
 
 def _campaign_rows(lock: bool, **filters: Any) -> QuerySet[Campaign]:
+    # Locked: the campaign row only, not the joined owner or membership.
     queryset = Campaign.objects.select_related("owner").filter(**filters)
-    if lock:  # the campaign row only, not the joined owner or membership
-        queryset = queryset.select_for_update(of=("self",))
-    return queryset
+    return locked_if(queryset, lock, of=("self",))
 
 
 # Every request of a member reads its campaign so, and every write of one locks it so: compiled
@@ -287,7 +286,7 @@ _campaign_of_member = prepared(
         lock, pk=campaign_id, memberships__user_id=user_id
     )
 )
-_campaign_row_owned = prepared(lambda campaign_id, lock: _campaign_rows(lock, pk=campaign_id))
+_campaign_for_staff = prepared(lambda campaign_id, lock: _campaign_rows(lock, pk=campaign_id))
 
 
 def campaign_get_for_member(*, campaign_id: Any, user: Any, lock: bool = False) -> Campaign:
@@ -302,7 +301,7 @@ def campaign_get_visible(*, campaign_id: Any, user: Any, lock: bool = False) -> 
     """Members see a campaign, and so does staff holding the global revert permission (they
     police every table from the admin). Everyone else gets NotFound."""
     if is_audit_staff(user):
-        return read_or_not_found(_campaign_row_owned, campaign_id, bool(lock))
+        return read_or_not_found(_campaign_for_staff, campaign_id, bool(lock))
     return campaign_get_for_member(campaign_id=campaign_id, user=user, lock=lock)
 
 
@@ -363,10 +362,8 @@ def campaign_member_names(*, campaign: Campaign) -> dict[int, str]:
 
 
 _turn_row = prepared(
-    lambda campaign_id, turn_id, lock: (
-        Turn.objects.filter(campaign_id=campaign_id, pk=turn_id).select_for_update()
-        if lock
-        else Turn.objects.filter(campaign_id=campaign_id, pk=turn_id)
+    lambda campaign_id, turn_id, lock: locked_if(
+        Turn.objects.filter(campaign_id=campaign_id, pk=turn_id), lock
     )
 )
 

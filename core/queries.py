@@ -18,6 +18,12 @@ def get_or_not_found(queryset: QuerySet, **filters: Any) -> Model:
         raise NotFound() from exc
 
 
+def locked_if(queryset: QuerySet, lock: bool, **options: Any) -> QuerySet:
+    """`queryset` with `select_for_update(**options)` when `lock`: a read that serves both the
+    writers (who lock) and the pages (who do not), compiled once per value of the flag."""
+    return queryset.select_for_update(**options) if lock else queryset
+
+
 def read_or_not_found(read: prepared, *args: Any) -> Any:
     """The one row a prepared read finds for `args`, or NotFound, as `get_or_not_found`
     answers: a missing row and a malformed id read alike."""

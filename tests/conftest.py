@@ -165,6 +165,14 @@ def narrate(turn: Turn, text: str) -> ChatMessage:
     )
 
 
+def gm_turn(world: World, message: str, *, actor=None, narration: str = "The GM answers.") -> Turn:
+    """A turn of `actor`'s (the player's) that the GM has answered with `narration`."""
+    turn = turn_create(campaign=world.campaign, actor=actor or world.player, message=message)
+    narrate(turn, narration)
+    Turn.objects.filter(pk=turn.pk).update(status=Turn.Status.COMPLETED)
+    return turn
+
+
 def build_world(prefix: str = "") -> World:
     owner, player, cogm, other, outsider = (
         make_user(prefix + name) for name in ("owner", "player", "cogm", "other", "outsider")

@@ -33,12 +33,23 @@ TOKEN_EXPIRED = "Token has expired; request a new one at /api/auth/token/."
 _token_of_key = prepared(lambda key: Token.objects.select_related("user").filter(key=key))
 
 
-def token_live(key: str) -> Token | None:
-    """The token of `key` with its user, if there is one, its user active and it not expired."""
+def token_checked(key: str) -> tuple[Token | None, str | None]:
+    """The token of `key` with its user, and why it is refused (None: it is not): DRF's words
+    for an unknown key and an inactive user, TOKEN_EXPIRED past TOKEN_TTL."""
     token = _token_of_key.first(key)
-    if token is None or not token.user.is_active or token_expired(token):
-        return None
-    return token
+    if token is None:
+        return None, _("Invalid token.")
+    if not token.user.is_active:
+        return token, _("User inactive or deleted.")
+    if token_expired(token):
+        return token, TOKEN_EXPIRED
+    return token, None
+
+
+def token_live(key: str) -> Token | None:
+    """The token of `key` with its user, if it is not refused (`token_checked`)."""
+    token, refused = token_checked(key)
+    return None if refused else token
 
 
 def token_expired(token: Token) -> bool:
@@ -69,14 +80,9 @@ class ExpiringTokenAuthentication(TokenAuthentication):
     """`Authorization: Token <key>`, refused (401) once the token is TOKEN_TTL old."""
 
     def authenticate_credentials(self, key: str) -> tuple[Any, Token]:
-        """DRF's answers (an unknown key, an inactive user), from the read compiled once."""
-        token = _token_of_key.first(key)
-        if token is None:
-            raise exceptions.AuthenticationFailed(_("Invalid token."))
-        if not token.user.is_active:
-            raise exceptions.AuthenticationFailed(_("User inactive or deleted."))
-        if token_expired(token):
-            raise exceptions.AuthenticationFailed(TOKEN_EXPIRED)
+        token, refused = token_checked(key)
+        if refused:
+            raise exceptions.AuthenticationFailed(refused)
         return token.user, token
 
 

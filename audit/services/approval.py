@@ -156,7 +156,8 @@ def invocation_expire(*, invocation_id: Any) -> str:
     return ApprovalAnswer.EXPIRED
 
 
-# Every undo reads so whether its turn has a call still waiting: compiled once (core/prepared.py).
+# A cancel or a rewind reads so whether a turn has a call still waiting: compiled once
+# (core/prepared.py).
 _held_of_turn = prepared(
     lambda campaign_id, turn_id: ToolInvocation.objects.select_for_update().filter(
         campaign_id=campaign_id, turn_id=turn_id, status=Status.AWAITING_APPROVAL
@@ -165,9 +166,18 @@ _held_of_turn = prepared(
 
 
 def held_calls_withdraw(*, campaign: Campaign, turn: Any, by: Any, reason: str) -> list[str]:
-    """Reject every call of `turn` still waiting (its turn is being undone): no call is left to
-    be approved onto an undone turn. Assumes the campaign lock, in the caller's transaction."""
-    rows = _held_of_turn(campaign.pk, getattr(turn, "pk", turn))
+    """Reject every call of `turn` still waiting (its turn is being cancelled or rewound): no
+    call is left to be approved onto it. Assumes the campaign lock, in the caller's
+    transaction."""
+    rows = _held_of_turn(campaign.pk, turn.pk)
+    return held_calls_reject(campaign=campaign, rows=rows, by=by, reason=reason)
+
+
+def held_calls_reject(
+    *, campaign: Campaign, rows: list[ToolInvocation], by: Any, reason: str
+) -> list[str]:
+    """Reject these held calls, read locked by the caller (an undo reads all its turn's calls
+    at once). Each row's status is `rejected` when it returns. Assumes the campaign lock."""
     for row in rows:
         _transition(campaign, row, Status.REJECTED, by=by, reason=reason)
         _resolved(row, ApprovalAnswer.REJECTED, by=by, reason=reason)

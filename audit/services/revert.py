@@ -13,7 +13,7 @@ from audit.chain import transitions_append
 from audit.models import SkipReason, ToolInvocation, WriteSetEntry
 from audit.permissions import authorize_revert
 from audit.selectors import invocation_get
-from audit.services.approval import held_calls_withdraw
+from audit.services.approval import held_calls_reject
 from campaigns.events import InteractionReverted, InvocationReverted
 from campaigns.models import Campaign, ChatMessage, Revertible, Source, Turn
 from campaigns.realtime import broadcast_on_commit, event
@@ -21,6 +21,7 @@ from campaigns.security import recording_denials
 from campaigns.selectors import campaign_get_visible, turn_get
 from core.errors import Conflict, InvalidInput
 from core.prepared import prepared
+from core.queries import locked_if
 
 COMMITTED = ToolInvocation.Status.COMMITTED
 # What a snapshot that does not fit raises on restore: a missing or foreign key, a value of the
@@ -118,12 +119,15 @@ def turn_undo(
         authorize_revert(
             user=user, campaign=campaign, actor_id=turn.actor_id, target=f"turn:{turn.pk}"
         )
-        held_calls_withdraw(
-            campaign=campaign, turn=turn, by=user, reason=f"{_name(user)} undid this turn."
-        )
         rows = _turn_calls(campaign.pk, turn.pk)
         for row in rows:  # the turn in hand, locked: no read of it per row (`_restore`)
             row.turn = turn
+        held_calls_reject(
+            campaign=campaign,
+            rows=[r for r in rows if r.status == ToolInvocation.Status.AWAITING_APPROVAL],
+            by=user,
+            reason=f"{_name(user)} undid this turn.",
+        )
         todo = [r for r in rows if skip_reason(r) is None]
         skipped = [
             {"id": str(r.pk), "skip_reason": skip_reason(r)}
@@ -299,11 +303,7 @@ _later_entries = prepared(
     )
 )
 _invocations = prepared(
-    lambda ids, lock: (
-        ToolInvocation.objects.filter(pk__in=ids).select_for_update()
-        if lock
-        else ToolInvocation.objects.filter(pk__in=ids)
-    )
+    lambda ids, lock: locked_if(ToolInvocation.objects.filter(pk__in=ids), lock)
 )
 
 

@@ -9,7 +9,7 @@ from django.test import Client
 from audit.services import turn_undo
 from campaigns.models import ChatMessage, Turn
 from campaigns.services import message_post, turn_create
-from tests.conftest import World, commit, narrate, signed_in
+from tests.conftest import World, commit, gm_turn, signed_in
 
 
 def page(client: Client, world: World) -> str:
@@ -29,13 +29,6 @@ def card(html: str, creature) -> str:
 def roster(html: str, key: str) -> str:
     start = html.index(f'id="roster-{key}"')
     return html[start : html.index("</section>", start)]
-
-
-def gm_turn(world: World, message: str, *, actor=None, narration: str = "The GM answers.") -> Turn:
-    turn = turn_create(campaign=world.campaign, actor=actor or world.player, message=message)
-    narrate(turn, narration)
-    Turn.objects.filter(pk=turn.pk).update(status=Turn.Status.COMPLETED)
-    return turn
 
 
 def test_campaign_page_requires_login(world: World, client: Client):

@@ -11,16 +11,8 @@ from django.test import Client
 from audit.models import SecurityEvent, ToolInvocation
 from audit.services import turn_undo
 from campaigns.models import Turn
-from campaigns.services import turn_create
-from tests.conftest import World, commit, narrate, signed_in
+from tests.conftest import World, commit, gm_turn, signed_in
 from web.pages.changes import describe
-
-
-def gm_turn(world: World, message: str, *, actor=None, narration: str = "The GM answers.") -> Turn:
-    turn = turn_create(campaign=world.campaign, actor=actor or world.player, message=message)
-    narrate(turn, narration)
-    Turn.objects.filter(pk=turn.pk).update(status=Turn.Status.COMPLETED)
-    return turn
 
 
 def fragment(client: Client, world: World, turn: Turn) -> str:
