@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from _setup import django_on_postgres, sizes
+from _setup import django_on_postgres, production_environment, sizes
 from table_load import _http
 from ws_fanout import build_table, cpu_seconds, start_servers, stop_servers
 
@@ -133,7 +133,6 @@ if __name__ == "__main__":
         full={"rounds": 6, "seconds": 5, "clients": 4},
         smoke={"rounds": 1, "seconds": 1, "clients": 2},
     )
-    from ws_fanout import production_environment
 
     production_environment()
     with django_on_postgres("asgi_handler"):

@@ -43,7 +43,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from _setup import django_on_postgres, sizes
+from _setup import django_on_postgres, production_environment, sizes
 from asgi_handler import phase, with_heroes
 from table_load import _http
 from ws_fanout import (
@@ -275,7 +275,6 @@ if __name__ == "__main__":
         smoke={"rounds": 1, "seconds": 1, "players": 2, "undos": 2, "servers": 2, "counts": [10]},
         switches={"autobahn": AUTOBAHN_HELP},
     )
-    from ws_fanout import production_environment
 
     production_environment()
     with django_on_postgres("asgi_servers"):

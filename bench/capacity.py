@@ -12,7 +12,7 @@ fresh one, dropped at the end.)
 **The servers** are the Procfile's own processes: its `web:` command `servers` times and its
 `worker:` command `workers` times, read from the Procfile when the run starts (so a change of
 web server there is followed), on PostgreSQL + Redis with production settings
-(bench/ws_fanout.py's `production_environment`: DJANGO_DEBUG=0, fresh keys, the scripted GM).
+(bench/_setup.py's `production_environment`: DJANGO_DEBUG=0, fresh keys, the scripted GM).
 The scripted GM plays at a model's pace: GM_SCRIPTED_DELAY before each round and
 GM_SCRIPTED_WORD_DELAY before each word it says, so a turn streams its 20-60 words (about
 40 on average) over 1-4 s with one to three tool calls (words and events per turn are printed).
@@ -81,14 +81,13 @@ from dataclasses import asdict, dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
-from _setup import ROOT, django_on_postgres, sizes
+from _setup import ROOT, django_on_postgres, production_environment, sizes
 from _world import table_of_five
 from ws_fanout import (
     TIMEOUT,
     answer,
     free_port,
     listening,
-    production_environment,
     stop_servers,
 )
 

@@ -6,7 +6,7 @@ bare (lock, read, write, commit), measured side by side in one run on PostgreSQL
 The two variants alternate call by call so machine noise hits both alike; the ratio of medians
 is the figure to read. Between two timed calls, untimed, the audited call's events are sent: the
 publisher loop's work, which the caller does not wait for, lands in no other call's time.
-Settings are production's (bench/ws_fanout.py's `production_environment`: DEBUG off, real keys,
+Settings are production's (bench/_setup.py's `production_environment`: DEBUG off, real keys,
 the Redis channel layer): under DEBUG, Django's query log costs the audited call's statements
 more than the bare write's, the dispatch's statements are not prepared while queries are logged
 (`core.prepared.prepared_cursor`), and events go through another channel layer.
@@ -16,7 +16,7 @@ A benchmark, not a test: it asserts no figure, only that every step did what it 
 import statistics
 import time
 
-from _setup import django_on_postgres, sizes
+from _setup import django_on_postgres, production_environment, sizes
 from _world import audited_hit, bare_hit, table
 
 
@@ -60,7 +60,6 @@ if __name__ == "__main__":
         full={"iterations": 500, "warmup": 20},
         smoke={"iterations": 20, "warmup": 2},
     )
-    from ws_fanout import production_environment
 
     production_environment()
     with django_on_postgres("dispatch"):

@@ -21,7 +21,7 @@ import statistics
 import time
 from collections.abc import Callable
 
-from _setup import django_on_postgres, sizes
+from _setup import django_on_postgres, production_environment, sizes
 from _world import audited_hit, bare_hit, table
 
 RECORDS = {
@@ -148,7 +148,6 @@ if __name__ == "__main__":
         full={"iterations": 500, "warmup": 20},
         smoke={"iterations": 10, "warmup": 2},
     )
-    from ws_fanout import production_environment
 
     production_environment()
     os.environ["DJANGO_SETTINGS_MODULE"] = "peers.settings"

@@ -6,7 +6,7 @@ call (as before 7 Dec 2026), side by side in one run, alternating call by call.
 
     .venv/bin/python bench/server_prepared.py [--smoke] [iterations] [warmup]
 
-Production settings (bench/ws_fanout.py's `production_environment`: DEBUG off, so no query log
+Production settings (bench/_setup.py's `production_environment`: DEBUG off, so no query log
 turns the preparing off). A campaign of its owner's with a monster; each undo is of a turn of one
 `modify_creature` call on it, played beforehand (not timed), newest turn first. The reads: the
 campaign a member asks for (`campaign_get_for_member`), a turn (`turn_get`) and the chain's tip
@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from _setup import django_on_postgres, sizes
+from _setup import django_on_postgres, production_environment, sizes
 from _world import audited_hit, table
 
 VARIANTS = ("prepared", "client-bound")
@@ -129,7 +129,6 @@ if __name__ == "__main__":
     run = sizes(
         __doc__, full={"iterations": 300, "warmup": 30}, smoke={"iterations": 5, "warmup": 2}
     )
-    from ws_fanout import production_environment
 
     production_environment()
     with django_on_postgres("server_prepared"):

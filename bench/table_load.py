@@ -61,13 +61,12 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
-from _setup import ROOT, django_on_postgres, sizes
+from _setup import ROOT, django_on_postgres, production_environment, sizes
 from ws_fanout import (
     TIMEOUT,
     answer,
     open_feed,
     percentile,
-    production_environment,
     start_servers,
     stop_servers,
 )

@@ -36,7 +36,6 @@ import asyncio
 import json
 import multiprocessing
 import os
-import secrets
 import socket
 import statistics
 import subprocess
@@ -50,7 +49,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
-from _setup import ROOT, django_on_postgres, sizes
+from _setup import ROOT, django_on_postgres, production_environment, sizes
 from _world import audited_hit, table
 
 CLIENT_PROCESSES = 4
@@ -531,17 +530,6 @@ def main(rounds: int, servers: int, counts: list[int], autobahn: bool = False) -
         "processes' CPU time per round (a hit's and an undo's fan-out, the undo request); "
         "clients CPU/round: the client processes', on this same host (a browser's is not)"
     )
-
-
-def production_environment() -> None:
-    """The servers run as production does (DEBUG off, real keys), over plain HTTP on loopback;
-    this process shares the keys, so the log it writes and the one they write form one chain."""
-    os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/4")
-    os.environ["DJANGO_DEBUG"] = "0"
-    os.environ["DJANGO_SECRET_KEY"] = secrets.token_urlsafe(50)
-    os.environ["AUDIT_CHAIN_KEY"] = secrets.token_urlsafe(32)
-    os.environ["DJANGO_SECURE_SSL_REDIRECT"] = "0"
-    os.environ["GM_PROVIDER"] = "scripted"
 
 
 if __name__ == "__main__":
