@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from django.core.exceptions import ValidationError
-from django.db import connection, models
+from django.db import DEFAULT_DB_ALIAS, connections, models
 
 from campaigns.models import (
     Achievement,
@@ -202,22 +202,23 @@ def update_returning(row: models.Model, fields: Any) -> dict[str, Any]:
     (one statement: UPDATE … RETURNING); the row's attributes are set to it too. A row that is
     gone raises LookupError."""
     meta = row._meta
-    quote = connection.ops.quote_name
+    db = connections[DEFAULT_DB_ALIAS]  # once: each use of the `connection` proxy looks it up
+    quote = db.ops.quote_name
     targets = [meta.get_field(name) for name in fields]
-    reading = _reading(type(row))
+    reading = _reading(type(row), db)
     sql = (
         f"UPDATE {quote(meta.db_table)} SET "
         + ", ".join(f"{quote(f.column)} = %s" for f in targets)
         + f" WHERE {quote(meta.pk.column)} = %s RETURNING {reading.columns}"
     )
-    params = [f.get_db_prep_save(f.pre_save(row, False), connection) for f in targets]
-    params.append(meta.pk.get_db_prep_value(row.pk, connection))
-    with prepared_cursor() as cursor:
+    params = [f.get_db_prep_save(f.pre_save(row, False), db) for f in targets]
+    params.append(meta.pk.get_db_prep_value(row.pk, db))
+    with prepared_cursor(db) as cursor:
         cursor.execute(sql, params)
         values = cursor.fetchone()
     if values is None:
         raise LookupError(f"{meta.label} {row.pk} is gone")
-    held = dict(zip(reading.attnames, reading.convert(values), strict=True))
+    held = dict(zip(reading.attnames, reading.convert(values, db), strict=True))
     for name, value in held.items():
         setattr(row, name, value)
     return held
@@ -236,30 +237,31 @@ def select_row(
     the database has it. `flags` ({attribute: SQL boolean expression}) are read in the same
     statement and set on the instance as bools. The hot path's reads (the campaign lock, a
     tool's target): the SQL is made once per model, not compiled per call."""
-    reading = _reading(model)
+    db = connections[DEFAULT_DB_ALIAS]  # once: each use of the `connection` proxy looks it up
+    reading = _reading(model, db)
     meta = model._meta
-    quote = connection.ops.quote_name
+    quote = db.ops.quote_name
     names = list(flags or {})
     extra = "".join(f", {flags[name]}" for name in names)
     sql = (
         f"SELECT {reading.columns}{extra} FROM {quote(meta.db_table)} "
         f"WHERE {quote(meta.pk.column)} = %s"
     )
-    params = [meta.pk.get_db_prep_value(pk, connection)]
+    params = [meta.pk.get_db_prep_value(pk, db)]
     if campaign_id is not None:
         field = meta.get_field("campaign")
         sql += f" AND {quote(field.column)} = %s"
-        params.append(field.get_db_prep_value(campaign_id, connection))
-    if lock and connection.features.has_select_for_update:
+        params.append(field.get_db_prep_value(campaign_id, db))
+    if lock and db.features.has_select_for_update:
         sql += " FOR UPDATE"
-    with prepared_cursor() as cursor:
+    with prepared_cursor(db) as cursor:
         cursor.execute(sql, params)
         values = cursor.fetchone()
     if values is None:
         return None
     values = list(values)
     found = model.from_db(
-        connection.alias, reading.attnames, reading.convert(values[: len(values) - len(names)])
+        db.alias, reading.attnames, reading.convert(values[: len(values) - len(names)], db)
     )
     for name, value in zip(names, values[len(values) - len(names) :], strict=True):
         setattr(found, name, bool(value))
@@ -275,32 +277,30 @@ class _Reading:
     attnames: list[str]
     converters: list[tuple[Any, list[Any]]]
 
-    def convert(self, values: Any) -> list[Any]:
+    def convert(self, values: Any, db: Any) -> list[Any]:
         out = list(values)
         for i, (column, converters) in enumerate(self.converters):
             for convert in converters:
-                out[i] = convert(out[i], column, connection)
+                out[i] = convert(out[i], column, db)
         return out
 
 
 _readings: dict[tuple[str, type[models.Model]], _Reading] = {}
 
 
-def _reading(model: type[models.Model]) -> _Reading:
-    key = (connection.vendor, model)
+def _reading(model: type[models.Model], db: Any) -> _Reading:
+    key = (db.vendor, model)
     if key not in _readings:
         meta = model._meta
         fields = meta.concrete_fields
         columns = [f.get_col(meta.db_table) for f in fields]
         _readings[key] = _Reading(
             columns=", ".join(
-                f"{connection.ops.quote_name(meta.db_table)}.{connection.ops.quote_name(f.column)}"
-                for f in fields
+                f"{db.ops.quote_name(meta.db_table)}.{db.ops.quote_name(f.column)}" for f in fields
             ),
             attnames=[f.attname for f in fields],
             converters=[
-                (c, connection.ops.get_db_converters(c) + c.get_db_converters(connection))
-                for c in columns
+                (c, db.ops.get_db_converters(c) + c.get_db_converters(db)) for c in columns
             ],
         )
     return _readings[key]

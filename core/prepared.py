@@ -28,7 +28,7 @@ from typing import Any
 
 import psycopg
 from django.core.exceptions import EmptyResultSet, FullResultSet, ValidationError
-from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import QuerySet
 
 _probes = itertools.count(1_000_003)  # distinct integers, unlike the constants of a read
@@ -285,7 +285,7 @@ def prepared_cursor(using: Any = None) -> Any:
     are logged (DEBUG, a test counting them) it runs as any other statement: the query log
     reads the statement's text from psycopg's cursor, which a prepared run does not keep. The
     statements name their columns, so a column a migration adds leaves a prepared one valid."""
-    wrapper = connection if using is None else using
+    wrapper = connections[DEFAULT_DB_ALIAS] if using is None else using
     if wrapper.vendor != "postgresql" or wrapper.queries_logged:
         return wrapper.cursor()
     wrapper.ensure_connection()  # `prepare_threshold` comes with it (config/settings.py)

@@ -5,7 +5,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from django.db import connection, models
+from django.db import DEFAULT_DB_ALIAS, connection, connections, models
 from django.dispatch import Signal
 
 from ai_tools import entities
@@ -95,8 +95,9 @@ def log_append_sql(
     log head and last event number; with `check_turn`, last, whether the row's turn was undone
     (one boolean column). On PostgreSQL all of it is one statement (data-modifying CTEs);
     elsewhere one statement each. The SQL text is made once per shape."""
-    campaign_id = _prep(Campaign._meta.pk, row.campaign_id)
-    invocation_id = _prep(ToolInvocation._meta.pk, row.pk)
+    db = connections[DEFAULT_DB_ALIAS]  # once: each use of the `connection` proxy looks it up
+    campaign_id = _prep(Campaign._meta.pk, row.campaign_id, db)
+    invocation_id = _prep(ToolInvocation._meta.pk, row.pk, db)
     entries = [
         (campaign_id, invocation_id, row.sequence, entities.root(k), k, mode)
         for mode, keys in (
@@ -106,12 +107,12 @@ def log_append_sql(
         for k in keys
     ]
     params = [
-        [_prep(f, getattr(row, f.attname)) for f in ToolInvocation._meta.concrete_fields],
+        [_prep(f, getattr(row, f.attname), db) for f in ToolInvocation._meta.concrete_fields],
         [value for entry in entries for value in entry],
         [row.sequence, row.row_hash, event_seq, event_seq, campaign_id],
         [row.turn_id] if check_turn else [],
     ]
-    shape = (connection.vendor, len(entries), check_turn)
+    shape = (db.vendor, len(entries), check_turn)
     if shape not in _append_sql:
         _append_sql[shape] = _append_statements(len(entries), check_turn)
     texts = _append_sql[shape]
@@ -147,12 +148,12 @@ def _append_statements(entries: int, check_turn: bool) -> list[str]:
     return [f"WITH {', '.join(writes)} {texts[3] or 'SELECT 1'}"]
 
 
-def _prep(field: Any, value: Any) -> Any:
-    """A value as the ORM sends it for this field (plain strings, integers, booleans and nulls
-    of plain columns as they are)."""
+def _prep(field: Any, value: Any, db: Any) -> Any:
+    """A value as the ORM sends it for this field to `db` (plain strings, integers, booleans and
+    nulls of plain columns as they are)."""
     if (value is None or type(value) in (str, int, bool)) and field in _plain_fields():
         return value
-    return field.get_db_prep_save(value, connection)
+    return field.get_db_prep_save(value, db)
 
 
 @functools.cache

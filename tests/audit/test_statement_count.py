@@ -24,7 +24,7 @@ resource); each tool says what its count is made of, beside the number."""
 from collections.abc import Iterable
 
 import pytest
-from django.db import connection
+from django.db import connection, connections
 from django.test.utils import CaptureQueriesContext
 
 from ai_tools import registry
@@ -150,3 +150,34 @@ def test_the_query_log_keeps_the_log_statements_text(world):
     assert all(isinstance(text, str) for text in texts), texts
     table = ToolInvocation._meta.db_table
     assert [t for t in texts if t.startswith(f'WITH w0 AS (INSERT INTO "{table}"')], texts
+
+
+# Lookups of the connection in one dispatch, on either engine: one by each function of the hot
+# path that makes a statement (the campaign lock and its fog flag, the tool's read and write of
+# its target, the log's append and its cursor) and Django's transaction's three. Each use of
+# `django.db.connection` (a proxy) is one more: the hot path made about sixty a call before it
+# held the connection it looked up.
+CONNECTION_LOOKUPS = 9
+
+
+def test_the_dispatch_looks_the_connection_up_once_per_statement_it_makes(world, monkeypatch):
+    """A use of `django.db.connection` looks the connection up again (`connections[alias]`, an
+    asgiref Local's lookup): the hot path holds the one it looked up instead, and hands that to
+    the fields that prepare its parameters and convert its rows (Django's own calls them with
+    whatever connection they are given)."""
+    hit = {"creature_id": world.goblin.pk, "hp_delta": -1}
+    commit(world, "modify_creature", hit)  # the SQL texts and the readings, made once
+    handler = type(connections)
+    looked_up = []
+
+    def counted(self, alias):
+        looked_up.append(alias)
+        return lookup(self, alias)
+
+    lookup = handler.__getitem__
+    monkeypatch.setattr(handler, "__getitem__", counted)
+    row = commit(world, "modify_creature", hit)
+    monkeypatch.undo()
+
+    assert row.status == ToolInvocation.Status.COMMITTED, row.error
+    assert 0 < len(looked_up) <= CONNECTION_LOOKUPS, len(looked_up)
