@@ -265,6 +265,18 @@ def call(world: World, tool_name: str, data: Any, **extra: Any) -> ToolInvocatio
     return invocation_dispatch(campaign=world.campaign, tool_name=tool_name, input=data, **extra)
 
 
+def fill_log(world: World, rows: int) -> None:
+    """`rows` committed calls in the world's campaign that write nothing any test reads (the
+    scene's description): a longer log, for costs that must not grow with it."""
+    for i in range(rows):
+        invocation_dispatch(
+            campaign=world.campaign,
+            actor=world.owner,
+            tool_name="set_scene",
+            input={"description": f"Scene {i}"},
+        )
+
+
 def commit(world: World, tool_name: str, data: Any, **extra: Any) -> ToolInvocation:
     """A `call` that must commit."""
     row = call(world, tool_name, data, **extra)

@@ -2,8 +2,8 @@
 
 import pytest
 
-from audit.services import invocation_dispatch
 from tests.api.conftest import campaign_url, play_turn
+from tests.conftest import fill_log
 
 pytestmark = pytest.mark.django_db
 
@@ -19,6 +19,13 @@ LIST_QUERIES = 4
 # statement), the transition link and the campaign's log head, the event sequence, what players
 # may see of the restored state (it names the moved creature: `campaigns.visibility`), release.
 REVERT_QUERIES = 15
+# A turn's undo (one call in the turn): the campaign (visibility, in the view), then in the
+# service's transaction: savepoint, the campaign again (visibility and row lock), the turn's row
+# lock, all the turn's calls at once (locked, the held ones among them), the later writers of
+# what they wrote, the restore and the row's status (each call of the turn: two more a call), the
+# chain's tip, the transition link, the campaign's log head, the restored state, the turn's
+# status, its messages, the event sequence, what players may see of the state, release.
+UNDO_QUERIES = 17
 
 
 @pytest.mark.parametrize("rows", [5, 50])
@@ -36,14 +43,19 @@ def test_listing_the_log_costs_the_same_for_5_or_50_rows(
 def test_a_revert_costs_a_fixed_number_of_queries_however_long_the_log(
     world, as_player, played, django_assert_num_queries, later_rows
 ):
-    for i in range(later_rows):
-        invocation_dispatch(
-            campaign=world.campaign,
-            actor=world.owner,
-            tool_name="set_scene",
-            input={"description": f"Scene {i}"},
-        )
+    fill_log(world, later_rows)
     url = campaign_url(world, f"invocations/{played.rows[0].pk}/revert/")
     with django_assert_num_queries(REVERT_QUERIES):
         response = as_player.post(url, {"reason": "typo"}, format="json")
     assert response.json()["reverted"] is True
+
+
+@pytest.mark.parametrize("later_rows", [0, 30])
+def test_a_turns_undo_costs_a_fixed_number_of_queries_however_long_the_log(
+    world, as_player, played, django_assert_num_queries, later_rows
+):
+    fill_log(world, later_rows)
+    url = campaign_url(world, f"turns/{played.turn.pk}/undo/")
+    with django_assert_num_queries(UNDO_QUERIES):
+        response = as_player.post(url, {}, format="json")
+    assert response.json()["reverted"] == [str(played.rows[0].pk)]

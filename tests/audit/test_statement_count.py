@@ -33,22 +33,19 @@ from audit.models import ToolInvocation
 from audit.services import invocation_dispatch
 from campaigns.models import Campaign, Creature
 from tests.ai_tools.examples import example_input
-from tests.conftest import World, commit, fog_over_the_goblin, postgres_only, rolled_back
+from tests.conftest import (
+    World,
+    commit,
+    fill_log,
+    fog_over_the_goblin,
+    postgres_only,
+    rolled_back,
+)
 
 pytestmark = pytest.mark.django_db
 
 # Statements every dispatch runs whatever its tool, BEGIN and COMMIT included.
 OVERHEAD = {"postgresql": 4, "sqlite": 7}
-
-
-def fill_log(world: World, rows: int) -> None:
-    for i in range(rows):
-        invocation_dispatch(
-            campaign=world.campaign,
-            actor=world.owner,
-            tool_name="set_scene",
-            input={"description": f"Scene {i}"},
-        )
 
 
 def statements_beyond_the_log(world: World, tools: Iterable[WriteTool]) -> dict[str, int]:
@@ -168,13 +165,12 @@ def test_the_dispatch_looks_the_connection_up_once_per_statement_it_makes(world,
     hit = {"creature_id": world.goblin.pk, "hp_delta": -1}
     commit(world, "modify_creature", hit)  # the SQL texts and the readings, made once
     handler = type(connections)
-    looked_up = []
+    lookup, looked_up = handler.__getitem__, []
 
     def counted(self, alias):
         looked_up.append(alias)
         return lookup(self, alias)
 
-    lookup = handler.__getitem__
     monkeypatch.setattr(handler, "__getitem__", counted)
     row = commit(world, "modify_creature", hit)
     monkeypatch.undo()
