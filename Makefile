@@ -3,36 +3,49 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-$(BIN)/.installed: requirements.txt requirements-dev.txt requirements-bench.txt
+# What the app needs (`make run`); the tests and benchmarks add theirs (`make test`).
+$(BIN)/.app: requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -r requirements.txt
+	touch $@
+
+$(BIN)/.dev: $(BIN)/.app requirements-dev.txt
 	$(BIN)/pip install --quiet -r requirements-dev.txt
 	touch $@
 
-.PHONY: install run test lint bench bench-smoke
-install: $(BIN)/.installed
+.PHONY: install install-dev run stop test lint bench bench-smoke
+install: $(BIN)/.app
+install-dev: $(BIN)/.dev
 
 # The Procfile's web server (uvicorn: HTTP and the websockets) and task worker, through honcho,
-# after migrate, createcachetable and seed_demo; Ctrl-C stops both. `make run PORT=8001` serves
-# on another port; a port already in use is refused before anything starts (scripts/run.py).
+# after migrate and seed_demo; Ctrl-C stops both. `make run PORT=8001` serves on another port; a
+# port already in use is refused before anything starts (scripts/run.py). Unless DATABASE_URL /
+# REDIS_URL are set, the embedded PostgreSQL and Redis under DATA_DIR (default .data/) start on
+# first need and keep running after Ctrl-C: `make stop` stops them.
 PORT ?= 8000
 run: install
 	$(BIN)/python scripts/run.py --port $(PORT)
 
-test: install
+stop: install
+	$(BIN)/python -m config.embedded stop
+
+# Two test processes (pytest-xdist), each on a test database of its own.
+PYTEST_ARGS ?= -n 2
+test: install-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python manage.py check
 	$(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/pytest $(PYTEST_ARGS)
 
-lint: install
+lint: install-dev
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-# Benchmarks (PostgreSQL on 127.0.0.1:5432, Redis on 6379; each makes a database of its own and
-# drops it). `bench-smoke` runs each at tiny sizes in seconds: CI's check that none has rotted.
-bench: install
+# Benchmarks, on the same engines as the app (each makes a database of its own and drops it).
+# `bench-smoke` runs each at tiny sizes in seconds: CI's check that none has rotted.
+bench: install-dev
 	$(BIN)/python bench/dispatch_overhead.py $(BENCH_ARGS)
 	$(BIN)/python bench/peer_overhead.py $(BENCH_ARGS)
 	$(BIN)/python bench/prepared_reads.py $(BENCH_ARGS)

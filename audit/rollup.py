@@ -110,7 +110,7 @@ def _moved(campaign_ids: Iterable[Any] | None) -> list[tuple[Any, int, tuple[int
 def _fold(moved: list[tuple[Any, int, tuple[int, int]]]) -> None:
     outermost = not connection.in_atomic_block
     with transaction.atomic():
-        if outermost and connection.vendor == "postgresql":
+        if outermost:
             # Derived data: a crash may lose the fold, mark and cells together, never one of
             # them (the next read folds again), so its commit need not wait for the disk.
             with connection.cursor() as cursor:

@@ -1,6 +1,8 @@
 """Shared set-up for benchmarks: sizes from the command line (`--smoke` for tiny ones), the
 environment of production's settings for a bench that measures as production runs, and a
-PostgreSQL database of their own, migrated, Django ready, dropped afterwards."""
+PostgreSQL database of their own, migrated, Django ready, dropped afterwards. The engines are the
+app's: BENCH_PG (a server's URL, no database) and REDIS_URL, else the embedded ones under
+DATA_DIR (config/embedded.py), Redis's database 4 (its fragment-cache keys stay apart)."""
 
 import argparse
 import os
@@ -14,6 +16,22 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from config import embedded  # noqa: E402 (imports no Django)
+
+
+def redis_url() -> str:
+    if os.environ.get("REDIS_URL"):
+        return os.environ["REDIS_URL"]
+    return embedded.redis_url(embedded.data_dir_from_env(ROOT)).rsplit("/", 1)[0] + "/4"
+
+
+def postgres_server() -> str:
+    """The server the benchmark's database goes on, as a URL without a database."""
+    if os.environ.get("BENCH_PG"):
+        return os.environ["BENCH_PG"]
+    return embedded.postgres_url(embedded.data_dir_from_env(ROOT)).rsplit("/", 1)[0]
 
 
 def sizes(
@@ -45,7 +63,7 @@ def sizes(
 def production_environment() -> None:
     """The servers run as production does (DEBUG off, real keys), over plain HTTP on loopback;
     this process shares the keys, so the log it writes and the one they write form one chain."""
-    os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/4")
+    os.environ["REDIS_URL"] = redis_url()
     os.environ["DJANGO_DEBUG"] = "0"
     os.environ["DJANGO_SECRET_KEY"] = secrets.token_urlsafe(50)
     os.environ["AUDIT_CHAIN_KEY"] = secrets.token_urlsafe(32)
@@ -58,10 +76,12 @@ def django_on_postgres(name: str) -> Iterator[None]:
     """Point Django at a new database `bench_<name>_<random>` on the local PostgreSQL, migrated,
     and drop it when the body ends, also when it fails or is interrupted (SIGINT, SIGTERM). The
     random suffix lets runs share a server: CI twice in a row, or two people at once; BENCH_PG
-    names another server and BENCH_DB_PREFIX another prefix than `bench`."""
+    names another server than the embedded one, and BENCH_DB_PREFIX another prefix than
+    `bench`."""
     import psycopg
 
-    base = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432")
+    base = postgres_server()
+    os.environ["REDIS_URL"] = redis_url()
     prefix = os.environ.get("BENCH_DB_PREFIX", "bench")
     database = f"{prefix}_{name}_{uuid.uuid4().hex[:8]}"
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
@@ -78,7 +98,6 @@ def django_on_postgres(name: str) -> Iterator[None]:
 def _django_setup(url: str) -> None:
     os.environ["DATABASE_URL"] = url
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    sys.path.insert(0, str(ROOT))
     import django
     from django.core.management import call_command
 

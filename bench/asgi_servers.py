@@ -5,7 +5,7 @@ request costs each server, and how fast an undo's event reaches N websocket clie
     .venv/bin/python bench/asgi_servers.py [--smoke] [--autobahn] [rounds] [seconds] [players]
                                            [undos] [servers] [N ...]
 
-(REDIS_URL, the channels-redis server, defaults to redis://127.0.0.1:6379/4; the database is a
+(REDIS_URL, the channels-redis server, defaults to the embedded one's database 4; the database is a
 fresh one, dropped at the end.)
 
 Each server runs in a process of its own with the flags a production line gives it

@@ -6,7 +6,7 @@ the answer, printed last, is the largest step with p95 <= 200 ms on every measur
     .venv/bin/python bench/capacity.py [--smoke] [--spread] [seconds] [gap] [workers] [servers]
                                        [steps ...]
 
-(REDIS_URL, the channels-redis server, defaults to redis://127.0.0.1:6379/4; the database is a
+(REDIS_URL, the channels-redis server, defaults to the embedded one's database 4; the database is a
 fresh one, dropped at the end.)
 
 **The servers** are the Procfile's own processes: its `web:` command `servers` times and its

@@ -4,7 +4,7 @@ how long posting a turn takes while dozens wait for the GM.
     .venv/bin/python bench/gm_throughput.py [--smoke] [campaigns] [turns] [queued] [delay_ms]
                                             [workers ...]
 
-(REDIS_URL, the channel layer's server, defaults to redis://127.0.0.1:6379/4.)
+(REDIS_URL, the channel layer's server, defaults to the embedded one's database 4.)
 
 All of it as in production, on PostgreSQL + Redis: a real Daphne server, clients posting with
 API tokens, `manage.py task_worker` processes running the scripted GM, which waits `delay_ms`
@@ -333,6 +333,5 @@ if __name__ == "__main__":
         full={"campaigns": 8, "turns": 5, "queued": 50, "delay_ms": 2000, "workers": [1, 2, 4]},
         smoke={"campaigns": 2, "turns": 2, "queued": 6, "delay_ms": 200, "workers": [1, 2]},
     )
-    os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/4")
     with django_on_postgres("gm_throughput"):
         main(**run)

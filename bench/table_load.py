@@ -6,7 +6,7 @@ whether campaigns serialise on anything global.
     .venv/bin/python bench/table_load.py [--smoke] [campaigns] [players] [seconds] [think_ms]
         [servers] [workers] [scale_seconds] [scale ...]
 
-(REDIS_URL, the channels-redis server, defaults to redis://127.0.0.1:6379/4; the database is a
+(REDIS_URL, the channels-redis server, defaults to the embedded one's database 4; the database is a
 fresh one, dropped at the end, and so is its throwaway copy.)
 
 The app runs as production does (bench/ws_fanout.py's servers: `daphne config.asgi:application`

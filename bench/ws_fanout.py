@@ -5,7 +5,7 @@ Redis (channels-redis), on PostgreSQL.
 
     .venv/bin/python bench/ws_fanout.py [--smoke] [--autobahn] [rounds] [servers] [N ...]
 
-(REDIS_URL, the channels-redis server, defaults to redis://127.0.0.1:6379/4; the database is a
+(REDIS_URL, the channels-redis server, defaults to the embedded one's database 4; the database is a
 fresh one, dropped at the end.)
 
 Each server is `daphne config.asgi:application` in a process of its own (production settings:

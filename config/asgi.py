@@ -1,9 +1,8 @@
 """The ASGI entry point: Django for HTTP, the MCP endpoint beside it
 (`/api/campaigns/{id}/mcp/`, `web.mcp.app`: the official SDK's Streamable HTTP server), the
 campaign feed for websockets. It runs under uvicorn (the Procfile) or Daphne (the tests' servers,
-`manage.py runserver`): the lifespan events uvicorn sends start and stop the MCP session manager
-and, at shutdown, close the SQLite channel layer (`lifespan`); Daphne sends none (the manager
-starts on first use, the layer closes with Twisted's reactor: `close_when_daphne_stops`).
+`manage.py runserver`): the lifespan events uvicorn sends start and stop the MCP session manager;
+Daphne sends none (the manager starts on first use).
 
 Websockets sit behind a same-origin check and `AuthMiddlewareStack` (session cookie), with
 `Authorization: Token` header auth for non-browser clients (`web.ws_auth`), and are closed after
@@ -54,7 +53,6 @@ django_asgi_app = OneHopASGIHandler()
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.conf import settings  # noqa: E402
 
-from config.channel_layer import close_sqlite_layer, close_when_daphne_stops  # noqa: E402
 from web.mcp.app import McpEndpoint, mcp_or  # noqa: E402
 from web.routing import websocket_urlpatterns  # noqa: E402
 from web.ws_auth import websocket_stack  # noqa: E402
@@ -102,28 +100,13 @@ def closed_after(seconds: float, app: Any) -> Any:
     return lifetime
 
 
-async def lifespan(scope: dict[str, Any], receive: Any, send: Any) -> None:
-    """A server's lifespan events (uvicorn sends them, Daphne none): the MCP session manager
-    starts and stops with them (`web.mcp.app`), and at shutdown, once the manager has stopped,
-    the SQLite channel layer closes, as `close_when_daphne_stops` does under Daphne."""
-
-    async def closing_the_layer(message: dict[str, Any]) -> None:
-        if message["type"] == "lifespan.shutdown.complete":
-            await close_sqlite_layer()
-        await send(message)
-
-    await mcp_endpoint(scope, receive, closing_the_layer)
-
-
 application = ProtocolTypeRouter(
     {
         "http": mcp_or(django_asgi_app, mcp_endpoint),
         "websocket": closed_after(
             settings.WEBSOCKET_TIMEOUT, websocket_stack(URLRouter(websocket_urlpatterns))
         ),
-        "lifespan": lifespan,
+        "lifespan": mcp_endpoint,  # its session manager starts and stops with the server
     }
 )
-close_when_daphne_stops()
-
 gc.freeze()

@@ -1,21 +1,19 @@
 """Settings, read from the environment.
 
-The embedded default (no environment at all) is SQLite with IMMEDIATE write transactions and a
-channel layer in the same SQLite file (config/channel_layer.py), so `make run` works on a bare
-machine and its worker's events reach the web process's websockets; `DATABASE_URL=sqlite:///...`
-is the same on another file. `DATABASE_URL=postgres://...` switches to PostgreSQL and
-`REDIS_URL=redis://...` to Redis pub/sub (config/redis_layer.py); production sets
-`DJANGO_DEBUG=0` and must then provide a real `DJANGO_SECRET_KEY`.
+The engines are PostgreSQL and Redis in every process. With no environment at all they are the
+embedded ones under DATA_DIR (config/embedded.py), so `make run` works on a bare machine;
+`DATABASE_URL=postgres://...` and `REDIS_URL=redis://...` name servers of one's own instead.
+Production sets `DJANGO_DEBUG=0` and must then provide a real `DJANGO_SECRET_KEY`.
 """
 
 import os
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from config import embedded
 from config.gm_seats import gm_seats_from_env
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -70,8 +68,6 @@ INSTALLED_APPS = [
     "axes",
     "django_tasks",
     "django_tasks_db",
-    # The SQLite channel layer's tables (CHANNEL_LAYER=sqlite); migrated on every engine.
-    "channels_lite",
     "campaigns",
     "ai_tools",
     "audit",
@@ -131,74 +127,34 @@ def postgres_pool() -> dict[str, float]:
     }
 
 
-def sqlite_options() -> dict[str, Any]:
-    """SQLite's safety, wherever its database comes from (the embedded default or a sqlite://
-    DATABASE_URL): without it, concurrent writers start deferred transactions that cannot
-    upgrade to the write lock, and twelve undos of one turn answered eleven 503s."""
-    return {
-        # IMMEDIATE: a write transaction takes the write lock at BEGIN, so the campaign lock
-        # that serialises tool calls and reverts is real on SQLite too.
-        "transaction_mode": "IMMEDIATE",
-        # WAL: readers never wait for the writer, nor the writer for readers (a long read such
-        # as verify_log no longer stalls the table's clicks).
-        "init_command": "PRAGMA journal_mode=WAL",
-        # A writer waits this long for the write lock: far longer than any write transaction
-        # holds it (one dispatch, one undo, the end of a GM turn: the provider is never awaited
-        # inside one); past it the request answers 503.
-        "timeout": float(os.environ.get("SQLITE_BUSY_TIMEOUT", "20")),
-    }
+# The engines: PostgreSQL and Redis, in every process. DATABASE_URL / REDIS_URL name servers
+# of one's own (production, several machines); unset, the embedded ones under DATA_DIR are
+# used, started on first need and shared by every process of that folder (config/embedded.py).
+DATA_DIR = embedded.data_dir_from_env(BASE_DIR)
+DATABASE_URL = os.environ.get("DATABASE_URL") or embedded.postgres_url(DATA_DIR)
+REDIS_URL = os.environ.get("REDIS_URL") or embedded.redis_url(DATA_DIR)
 
-
-if os.environ.get("DATABASE_URL"):
-    # The pool needs CONN_MAX_AGE=0 (connections go back to it at the end of each request).
-    DATABASES = {"default": dj_database_url.parse(os.environ["DATABASE_URL"], conn_max_age=0)}
-    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-        # Django's backend but for its checkout, which checks each connection it hands out and,
-        # after a restart or a failover, replaces every dead one at once (config/postgresql):
-        # the first request after one is answered. CONN_HEALTH_CHECKS stays off, as it must
-        # there: with a pool it only sets psycopg_pool's own check, which sleeps 1, 2, 4 ... s
-        # between the dead connections of a restart and answered 503 for tens of seconds.
-        DATABASES["default"]["ENGINE"] = "config.postgresql"
-        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = postgres_pool()
-        # psycopg prepares a statement on the server when asked (`prepare=True`: the dispatch's
-        # hot statements and every read compiled once, `core.prepared.prepared_cursor`; it keeps
-        # the 100 last used per connection, its `prepared_max`), never after a count of runs
-        # (Django's cursors bind on the client and never prepare); Django's default, None,
-        # would refuse even when asked.
-        DATABASES["default"]["OPTIONS"].setdefault("prepare_threshold", 2**31 - 1)
-else:
-    DATABASES = {
-        "default": {
-            "ENGINE": "django.db.backends.sqlite3",
-            "NAME": os.environ.get("SQLITE_PATH", str(BASE_DIR / "db.sqlite3")),
-        }
-    }
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # An option the URL's query string sets (`?timeout=5`) wins.
-    DATABASES["default"]["OPTIONS"] = {
-        **sqlite_options(),
-        **DATABASES["default"].get("OPTIONS", {}),
-    }
+# The pool needs CONN_MAX_AGE=0 (connections go back to it at the end of each request).
+DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}
+if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
+    raise ImproperlyConfigured("DATABASE_URL must name a PostgreSQL database (postgres://...).")
+# Django's backend but for its checkout, which checks each connection it hands out and, after a
+# restart or a failover, replaces every dead one at once (config/postgresql): the first request
+# after one is answered. CONN_HEALTH_CHECKS stays off, as it must there: with a pool it only
+# sets psycopg_pool's own check, which sleeps 1, 2, 4 ... s between the dead connections of a
+# restart and answered 503 for tens of seconds.
+DATABASES["default"]["ENGINE"] = "config.postgresql"
+DATABASES["default"].setdefault("OPTIONS", {})["pool"] = postgres_pool()
+# psycopg prepares a statement on the server when asked (`prepare=True`: the dispatch's hot
+# statements and every read compiled once, `core.prepared.prepared_cursor`), never after a count
+# of runs; Django's default, None, would refuse even when asked.
+DATABASES["default"]["OPTIONS"].setdefault("prepare_threshold", 2**31 - 1)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # The channel layer carries every realtime event from the process that commits it (a web
-# server, a task worker running a GM turn) to the processes holding the websockets:
-#   redis   Redis pub/sub, channels-redis's layer adapted (config/redis_layer.py); the default
-#           when REDIS_URL is set (production, CI).
-#   sqlite  channels-lite's aiosqlite layer on the SQLite database itself (config/channel_layer.py);
-#           the default of the embedded default, where `make run` has a web server and a worker
-#           in two processes.
-#   memory  Channels' in-memory layer: one process only (a worker's events never reach a
-#           browser); only for code that publishes and listens in the same process.
-CHANNEL_LAYER = os.environ.get(
-    "CHANNEL_LAYER",
-    "redis"
-    if os.environ.get("REDIS_URL")
-    else "sqlite"
-    if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3"
-    else "memory",
-)
+# server, a task worker running a GM turn) to the processes holding the websockets: Redis
+# pub/sub, channels-redis's layer adapted (config/redis_layer.py).
 # A group membership outlives the longest a socket may stay open: the app closes every socket
 # after WEBSOCKET_TIMEOUT (config.asgi.closed_after, under uvicorn as under Daphne, whose own
 # --websocket_timeout default is the same 24 h) and the page opens a new one, which joins again.
@@ -206,59 +162,26 @@ CHANNEL_LAYER = os.environ.get(
 WEBSOCKET_TIMEOUT = 86400
 GROUP_EXPIRY = WEBSOCKET_TIMEOUT + 3600
 
-if CHANNEL_LAYER == "redis":
-    if not os.environ.get("REDIS_URL"):
-        raise ImproperlyConfigured("CHANNEL_LAYER=redis needs REDIS_URL.")
-    # Redis pub/sub (config/redis_layer.py): a feed waits on the process's one subscribed
-    # connection, whose reader polls it every 0.1 s, so a silent table meets no read timeout;
-    # the timeouts still bound a dead Redis: its readers and publishers fail, never hang.
-    REDIS_SOCKET_TIMEOUT = float(os.environ.get("REDIS_SOCKET_TIMEOUT", "10"))
-    REDIS_CONNECT_TIMEOUT = float(os.environ.get("REDIS_CONNECT_TIMEOUT", "5"))
-    CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "config.redis_layer.RedisPubSubLayer",
-            "CONFIG": {
-                # Everything but `address` is handed to redis-py's connection pool.
-                "hosts": [
-                    {
-                        "address": os.environ["REDIS_URL"],
-                        "socket_timeout": REDIS_SOCKET_TIMEOUT,
-                        "socket_connect_timeout": REDIS_CONNECT_TIMEOUT,
-                    }
-                ],
-            },
-        }
+# A feed waits on the process's one subscribed connection, whose reader polls it every 0.1 s,
+# so a silent table meets no read timeout; the timeouts still bound a dead Redis: its readers
+# and publishers fail, never hang.
+REDIS_SOCKET_TIMEOUT = float(os.environ.get("REDIS_SOCKET_TIMEOUT", "10"))
+REDIS_CONNECT_TIMEOUT = float(os.environ.get("REDIS_CONNECT_TIMEOUT", "5"))
+CHANNEL_LAYERS = {
+    "default": {
+        "BACKEND": "config.redis_layer.RedisPubSubLayer",
+        "CONFIG": {
+            # Everything but `address` is handed to redis-py's connection pool.
+            "hosts": [
+                {
+                    "address": REDIS_URL,
+                    "socket_timeout": REDIS_SOCKET_TIMEOUT,
+                    "socket_connect_timeout": REDIS_CONNECT_TIMEOUT,
+                }
+            ],
+        },
     }
-elif CHANNEL_LAYER == "sqlite":
-    if DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3":
-        raise ImproperlyConfigured(
-            "CHANNEL_LAYER=sqlite needs the SQLite database (no DATABASE_URL, or a sqlite:// one)."
-        )
-    CHANNEL_LAYERS = {
-        "default": {
-            # channels-lite's aiosqlite layer, adapted (config/channel_layer.py).
-            "BACKEND": "config.channel_layer.SQLiteChannelLayer",
-            "CONFIG": {
-                # Messages are rows in the app's own database, in its WAL file, under its busy
-                # timeout; each process holding websockets polls for its own every
-                # `polling_interval` seconds (the delay an event may add), one query when idle,
-                # on connections of its own: never on the thread sync code shares.
-                "database": "default",
-                "polling_interval": 0.05,
-                # As Redis's: the capacity counts a whole web process's undelivered messages
-                # (all its sockets), so it must hold a burst to every socket of the table.
-                "capacity": 1000,
-                "expiry": 30,
-                "group_expiry": GROUP_EXPIRY,
-            },
-        }
-    }
-elif CHANNEL_LAYER == "memory":
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
-else:
-    raise ImproperlyConfigured(
-        f"CHANNEL_LAYER must be redis, sqlite or memory, not {CHANNEL_LAYER!r}."
-    )
+}
 
 AUTHENTICATION_BACKENDS = [
     # First: refuses a locked-out username+address before any password is checked.
@@ -285,44 +208,19 @@ AXES_IPWARE_META_PRECEDENCE_ORDER = ("REMOTE_ADDR",)
 # API tokens die this many seconds after they are issued; signing in again issues a new one.
 TOKEN_TTL = int(os.environ.get("TOKEN_TTL", str(7 * 24 * 3600)))
 
-# Sign-up rate limits count in this cache, which every process must share: Redis when there is
-# one, else a table in the database (`manage.py createcachetable`; the test database has it).
-if os.environ.get("REDIS_URL"):
-    CACHES = {
-        "default": {
-            "BACKEND": "core.redis_pool.RedisCache",
-            "LOCATION": os.environ["REDIS_URL"],
-            "KEY_PREFIX": "cache",
-            # a request's cache object would otherwise connect anew (core/redis_pool.py)
-            "OPTIONS": {"pool_class": "core.redis_pool.ProcessConnectionPool"},
-        }
-    }
-else:
-    CACHES = {
-        "default": {
-            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
-            "LOCATION": "django_cache",
-        }
-    }
-
-# The page's live fragments, drawn once per event for each class of viewer
-# (web/pages/fragments.py): shared by the web processes through Redis when there is one, else
-# kept in the process (the embedded default serves the page from one process). A key names its
-# event number, so a process's own copy is never stale, only drawn once more.
-CACHES["fragments"] = (
-    {
+# Two Redis caches, which every process shares: `default`, where the sign-up, dice and MCP rate
+# limits count; `fragments`, the page's live fragments, drawn once per event for each class of
+# viewer (web/pages/fragments.py). A key names its event number, so a copy is never stale.
+CACHES = {
+    alias: {
         "BACKEND": "core.redis_pool.RedisCache",
-        "LOCATION": os.environ["REDIS_URL"],
-        "KEY_PREFIX": "fragments",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": alias if alias != "default" else "cache",
+        # a request's cache object would otherwise connect anew (core/redis_pool.py)
         "OPTIONS": {"pool_class": "core.redis_pool.ProcessConnectionPool"},
     }
-    if os.environ.get("REDIS_URL")
-    else {
-        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
-        "LOCATION": "fragments",
-        "OPTIONS": {"MAX_ENTRIES": 5000},
-    }
-)
+    for alias in ("default", "fragments")
+}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

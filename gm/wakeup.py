@@ -2,8 +2,8 @@
 
 django-tasks-db's worker looks for a job every `--interval` seconds when it has none: four idle
 workers at 0.5 s cost the host 1.2 s of CPU a minute between them, on a table that asks nothing
-(docs/performance.md#capacitypy-how-many-tables-one-host-carries). On PostgreSQL a job's row,
-once written, sends `NOTIFY` on `CHANNEL` (`notify_enqueued`, in the transaction that wrote it:
+(docs/performance.md#capacitypy-how-many-tables-one-host-carries). A job's row, once written,
+sends `NOTIFY` on `CHANNEL` (`notify_enqueued`, in the transaction that wrote it:
 PostgreSQL delivers it when that commits, so a woken worker finds the row); the workers
 (`manage.py task_worker`) hold a connection that `LISTEN`s and sleep on it until a job is
 written or the earliest job scheduled for later (`run_after`) is due. A worker still looks
@@ -12,10 +12,9 @@ A job scheduled for later (`run_after`: a turn's watchdog, an approval's expiry)
 the NOTIFY's payload: the workers that hear it note the time and sleep on instead of every one
 of them looking at the queue for a job that is not due (a turn's claim writes one).
 
-Elsewhere (SQLite, the embedded default) there is nothing to listen on, and the worker polls
-every `interval` seconds as before. A listening connection that fails (the server restarted)
-is dropped; the worker polls until it can listen again, and looks at the queue after every wait,
-so a job written while it could not hear is found.
+A listening connection that fails (the server restarted) is dropped; the worker polls every
+`interval` seconds until it can listen again, and looks at the queue after every wait, so a job
+written while it could not hear is found.
 
 The worker itself wakes the wait too (`poke`, through a pipe the wait selects on with the
 listening connection): a job of its own threads has ended and left room for another, or a
@@ -45,7 +44,7 @@ def notify_enqueued(sender: Any, instance: Any, created: bool, using: str, **kwa
     """`post_save` of a job row (`DBTaskResult`): tell the listening workers a job was written,
     and when it is due if that is later (the payload: its `run_after`; empty: ready now)."""
     connection = connections[using]
-    if created and connection.vendor == "postgresql":
+    if created:
         later = instance.run_after != get_date_max() and instance.run_after > timezone.now()
         with connection.cursor() as cursor:
             cursor.execute(
@@ -80,7 +79,7 @@ class Heard:
 
 class Wakeup:
     """A worker's wait for work on database `alias`: `wait(seconds)` returns when a job is
-    written (PostgreSQL) or `seconds` have passed, whichever is first; `listening` says whether
+    written or `seconds` have passed, whichever is first; `listening` says whether
     an enqueue can wake it."""
 
     def __init__(self, alias: str, poll: float) -> None:
@@ -113,7 +112,7 @@ class Wakeup:
 
     def _listen(self) -> None:
         connection = connections[self.alias]
-        if connection.vendor != "postgresql" or time.monotonic() < self.retry_at:
+        if time.monotonic() < self.retry_at:
             return
         params = connection.get_connection_params()
         for django_only in ("context", "cursor_factory"):  # Django's adapters, not needed here

@@ -5,9 +5,11 @@ the embedded default (README.md, "Two commands").
 
 A port something else listens on is refused at once, before anything starts: the web server
 (uvicorn) would find out only after the migrations, and its one line would scroll by in honcho's
-output. Then the database is prepared (migrate, createcachetable, seed_demo) and this process
-becomes honcho, which starts `web` and `worker` and, on Ctrl-C, stops both (SIGTERM to each one's
-process group, SIGKILL to what is left after 5 seconds). Nothing here imports Django, so the
+output. Then the embedded PostgreSQL and Redis start if they are not running (unless
+DATABASE_URL / REDIS_URL name servers of one's own; config/embedded.py), the database is
+prepared (migrate, seed_demo) and this process becomes honcho, which starts `web` and `worker`
+and, on Ctrl-C, stops both (SIGTERM to each one's process group, SIGKILL to what is left after 5
+seconds); the embedded engines keep running (`make stop`). Nothing here imports Django, so a
 refusal is quick.
 """
 
@@ -19,7 +21,10 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PREPARE = (("migrate", "--noinput"), ("createcachetable",), ("seed_demo",))
+PREPARE = (("migrate", "--noinput"), ("seed_demo",))
+sys.path.insert(0, str(ROOT))
+
+from config import embedded  # noqa: E402 (the checkout's, which imports no Django)
 
 
 def port_number(text: str) -> int:
@@ -51,6 +56,20 @@ def prepare(env: dict[str, str]) -> int:
     return 0
 
 
+def engines(data_dir: Path) -> None:
+    """The embedded engines the environment does not replace, started now if need be: a server
+    that will not start is said here, in one line, before anything else runs."""
+    up = []
+    if not os.environ.get("DATABASE_URL"):
+        embedded.postgres_url(data_dir)
+        up.append("PostgreSQL")
+    if not os.environ.get("REDIS_URL"):
+        embedded.redis_url(data_dir)
+        up.append("Redis")
+    if up:
+        print(f"run: {' and '.join(up)} up under {data_dir} (`make stop` stops them).")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--port", type=port_number, default=port_number("8000"))
@@ -72,6 +91,11 @@ def main(argv: list[str] | None = None) -> int:
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
         "PYTHONUNBUFFERED": "1",
     }
+    try:
+        engines(embedded.data_dir_from_env(ROOT))
+    except embedded.EngineError as exc:
+        print(f"run: {exc.code}", file=sys.stderr)
+        return 1
     status = prepare(env)
     if status != 0:
         return status

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from asgiref.testing import ApplicationCommunicator
 from django.contrib.auth.models import Permission, User
-from django.db import connection, connections, transaction
+from django.db import connections, transaction
 from django.test import Client
 from django_tasks_db.management.commands.db_worker import Worker
 from django_tasks_db.models import DBTaskResult
@@ -80,18 +80,12 @@ def pytest_configure(config: Any) -> None:
 
 @pytest.fixture(autouse=True)
 def own_cache_namespace(settings) -> None:
-    """Rate-limit counters live in the shared cache (Redis in CI), which no test transaction
+    """Rate-limit counters live in the shared cache (Redis), which no test transaction
     rolls back: each test counts in a key namespace of its own, and nothing is flushed."""
     settings.CACHES = {
         alias: {**config, "KEY_PREFIX": uuid.uuid4().hex}
         for alias, config in settings.CACHES.items()
     }
-
-
-postgres_only = pytest.mark.skipif(
-    connection.vendor != "postgresql",
-    reason="row locks across connections need PostgreSQL (CI sets DATABASE_URL)",
-)
 
 
 def all_at_once(*jobs: Callable[[], Any], timeout: float = 120) -> list[Any]:

@@ -46,12 +46,11 @@ SERVER_APPLICATION_NAME = "undoable-gm-test-server"
 
 def _application():
     """Runs in the forked child, before its first query. The child gets channel layers of its
-    own: an SQLite layer used here already would hand it this process's client name and
-    polling tasks (of event loops the child does not run), and its sockets would hear nothing."""
+    own: a layer used here already would hand it this process's connections and tasks (of
+    event loops the child does not run), and its sockets would hear nothing."""
     channel_layers.backends.clear()
     for connection in connections.all():
-        if connection.vendor == "postgresql":
-            connection.settings_dict["OPTIONS"]["application_name"] = SERVER_APPLICATION_NAME
+        connection.settings_dict["OPTIONS"]["application_name"] = SERVER_APPLICATION_NAME
     return ASGIStaticFilesHandler(get_default_application())
 
 
@@ -60,8 +59,7 @@ def _release_database_connections() -> None:
     any connection pool (whose open sockets a fork would copy); both reopen on first use."""
     connections.close_all()
     for connection in connections.all():
-        if connection.vendor == "postgresql" and connection.pool is not None:
-            connection.close_pool()
+        connection.close_pool()
 
 
 class UvicornProcess(multiprocessing.get_context("fork").Process):
@@ -277,11 +275,9 @@ class WorkerProcess:
 def database_environment() -> dict[str, str]:
     """The environment that points a child process's settings at this process's database."""
     db = connections["default"].settings_dict
-    if db["ENGINE"].endswith("sqlite3"):
-        return {"SQLITE_PATH": db["NAME"]}
     user = urllib.parse.quote(db["USER"] or "")
     password = ":" + urllib.parse.quote(db["PASSWORD"]) if db["PASSWORD"] else ""
-    host = db["HOST"] or "127.0.0.1"
+    host = urllib.parse.quote(db["HOST"] or "127.0.0.1", safe="")  # a socket's folder, perhaps
     return {"DATABASE_URL": f"postgres://{user}{password}@{host}:{db['PORT'] or 5432}/{db['NAME']}"}
 
 
@@ -296,13 +292,12 @@ def worker_start(
     **env: str,
 ) -> WorkerProcess:
     """A task worker process (`manage.py task_worker`, every queue, no start-up delay) named
-    `name`, idle until an enqueue wakes it or for `wait_max` seconds at most on PostgreSQL,
-    polling every `interval` seconds elsewhere, running `threads` jobs at once, on this
-    process's database, running the
-    scripted GM, with `env` (GM_SCRIPTED_DELAY=..., or GM_PROVIDER=anthropic and the
-    ANTHROPIC_* settings for another GM) added to its environment. It publishes
-    through the configured channel layer (Redis or SQLite: to other processes' websockets)."""
-    environment = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "SQLITE_PATH")}
+    `name`, idle until an enqueue wakes it or for `wait_max` seconds at most (polling every
+    `interval` seconds while it cannot listen), running `threads` jobs at once, on this
+    process's database, running the scripted GM, with `env` (GM_SCRIPTED_DELAY=..., or
+    GM_PROVIDER=anthropic and the ANTHROPIC_* settings for another GM) added to its
+    environment. It publishes through Redis, to other processes' websockets."""
+    environment = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
     environment.update(database_environment(), **{"GM_PROVIDER": "scripted", **env})
     command = [sys.executable, "manage.py", "task_worker", "--queue-name", "*", "--no-reload"]
     command += ["--no-startup-delay", "--interval", str(interval), "--worker-id", name]

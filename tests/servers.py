@@ -4,23 +4,14 @@ HTTP, workers killed mid-turn).
 pytest-django's `live_server` speaks WSGI only, and the table needs websockets, so the app runs
 in Daphne, forked by Channels' `DaphneProcess` after the test database exists (the child
 inherits the settings that point at it). GM turns run in task workers: `gm_workers` starts
-`manage.py task_worker` processes on the test database, as the Procfile's `worker:` runs them. A
-process of its own cannot open SQLite's in-memory test database, so when a test using either is
-collected the SQLite test database becomes a file; so it does under the embedded default's SQLite
-channel layer (config/channel_layer.py), whose connections of its own would find the in-memory
-database's shared cache locked by the test's ("database table is locked": no busy timeout there)
-where a file's WAL lets readers and a writer share it as in production. Loaded as a plugin by
-tests/conftest.py; the processes themselves are started by tests/processes.py, which the
-benchmarks share.
+`manage.py task_worker` processes on the test database, as the Procfile's `worker:` runs them.
+Loaded as a plugin by tests/conftest.py; the processes themselves are started by
+tests/processes.py, which the benchmarks share.
 """
 
-import os
-import tempfile
 from collections.abc import Callable, Iterator
 
 import pytest
-from django.conf import settings
-from django.db import connections
 
 from tests.conftest import World, build_world
 from tests.processes import (
@@ -34,25 +25,6 @@ from tests.processes import (
 )
 
 __all__ = ["SERVER_APPLICATION_NAME", "Feed", "WorkerProcess", "api_token", "http"]
-
-# Fixtures whose processes open the test database from outside this process.
-OTHER_PROCESSES = {"asgi_server", "gm_workers", "procfile_web"}
-SQLITE_LAYER = "config.channel_layer.SQLiteChannelLayer"
-# Where such a file goes: in memory where the machine has a tmpfs (a commit's fsync costs nothing
-# there, so the suite runs about as fast as on the in-memory database), else the temp directory.
-TEST_DATABASE_DIR = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
-
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    layer_connects = settings.CHANNEL_LAYERS["default"]["BACKEND"] == SQLITE_LAYER
-    others = any(OTHER_PROCESSES & set(getattr(i, "fixturenames", ())) for i in session.items)
-    if not (layer_connects or others):
-        return
-    for alias in connections:
-        settings_dict = connections[alias].settings_dict
-        if settings_dict["ENGINE"].endswith("sqlite3") and not settings_dict["TEST"]["NAME"]:
-            name = f"undoable-gm-served-{os.getpid()}-{alias}.sqlite3"
-            settings_dict["TEST"]["NAME"] = os.path.join(TEST_DATABASE_DIR, name)
 
 
 @pytest.fixture
@@ -80,10 +52,9 @@ def live_world(transactional_db) -> World:
 def gm_workers(transactional_db, tmp_path) -> Iterator[Callable[..., WorkerProcess]]:
     """Start task worker processes (`manage.py task_worker`) on the test database: `start(delay=
     seconds the scripted GM waits per round, lease=GM_LEASE_SECONDS, attempts=GM_MAX_ATTEMPTS,
-    threads=jobs at once, wait_max=its longest idle wait on PostgreSQL, **more settings)`.
-    They run the scripted GM and publish through the configured channel layer (Redis, or the
-    embedded default's SQLite layer: events reach other processes' websockets). Every worker is
-    stopped after the test."""
+    threads=jobs at once, wait_max=its longest idle wait, **more settings)`. They run the
+    scripted GM and publish through Redis: events reach other processes' websockets. Every
+    worker is stopped after the test."""
     started: list[WorkerProcess] = []
 
     def start(

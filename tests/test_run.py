@@ -1,6 +1,7 @@
 """`make run` (scripts/run.py): the Procfile's web server and worker start in one command on the
-embedded default, serve a live table (a GM turn run by the worker process reaches a browser's
-websocket on the web process), and stop together on Ctrl-C; a busy port is refused at once."""
+embedded default (PostgreSQL and Redis of the test's own, under its DATA_DIR), serve a live table
+(a GM turn run by the worker process reaches a browser's websocket on the web process), and stop
+together on Ctrl-C; the next `make run` shows the same table; a busy port is refused at once."""
 
 import os
 import signal
@@ -23,7 +24,7 @@ from campaigns.management.commands.seed_demo import CAMPAIGN, demo_password
 from tests.servers import Feed, http
 
 ROOT = Path(__file__).resolve().parent.parent
-SERVE_DEADLINE = 120  # migrations of a fresh SQLite database on a busy 2-core machine, and start-up
+SERVE_DEADLINE = 120  # a fresh PostgreSQL, its migrations on a busy 2-core machine, and start-up
 STOP_DEADLINE = 20  # honcho's SIGTERM, then its SIGKILL after 5 s
 
 
@@ -40,10 +41,25 @@ def free_port() -> int:
 
 
 def run_env(tmp_path: Path) -> dict[str, str]:
-    """The embedded default on a database of the test's own: no PostgreSQL, no Redis."""
-    ignored = ("DATABASE_URL", "REDIS_URL", "PORT", "WEB_BIND")
+    """The embedded default in a data folder of the test's own (`data_dir`)."""
+    ignored = ("DATABASE_URL", "REDIS_URL", "PORT", "WEB_BIND", "DATA_DIR")
     env = {k: v for k, v in os.environ.items() if k not in ignored and not k.startswith("DJANGO_")}
-    return {**env, "SQLITE_PATH": str(tmp_path / "run.sqlite3"), "GM_PROVIDER": "scripted"}
+    return {**env, "DATA_DIR": str(tmp_path / "data"), "GM_PROVIDER": "scripted"}
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Iterator[Path]:
+    """The test's data folder; its engines are stopped afterwards, as `make stop` stops them."""
+    yield tmp_path / "data"
+    if (tmp_path / "data").exists():
+        stopped = subprocess.run(
+            [sys.executable, "-m", "config.embedded", "stop", str(tmp_path / "data")],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert stopped.returncode == 0, stopped.stderr
 
 
 def descendants(pid: int) -> set[int]:
@@ -201,6 +217,21 @@ def a_turn_reaches_the_table_live(port: int, lines: list[str]) -> None:
     assert seqs == sorted(seqs)
 
 
+def the_table_played(port: int) -> dict:
+    """The demo table as a player reads it: its turns (message and status) and its state."""
+    base = f"http://127.0.0.1:{port}"
+    token = token_of(base, "alice")
+    _, _, body = http("GET", f"{base}/api/campaigns/", token=token)
+    campaigns = body["results"] if isinstance(body, dict) else body
+    [campaign] = [c for c in campaigns if c["name"] == CAMPAIGN]
+    _, _, turns = http("GET", f"{base}/api/campaigns/{campaign['id']}/turns/", token=token)
+    _, _, state = http("GET", f"{base}/api/campaigns/{campaign['id']}/state/", token=token)
+    return {
+        "turns": [(t["messages"][0]["content"], t["status"]) for t in turns["results"]],
+        "state": state,
+    }
+
+
 def log_lines_come_once(port: int, lines: list[str]) -> None:
     """A request's log line is printed once, not once per handler on its way to the root."""
     missing = f"/no-such-page-{uuid.uuid4().hex}/"
@@ -218,7 +249,7 @@ def log_lines_come_once(port: int, lines: list[str]) -> None:
     assert len([line for line in lines if f"Not Found: {missing}" in line]) == 1, lines[-20:]
 
 
-def test_make_run_serves_a_live_table_and_ctrl_c_stops_every_process(tmp_path):
+def test_make_run_serves_a_live_table_and_ctrl_c_stops_every_process(tmp_path, data_dir):
     port = free_port()
     with started(port, tmp_path) as run:
         wait_for(lambda: login_page_status(port) == 200, SERVE_DEADLINE, "no 200", run.lines)
@@ -233,6 +264,8 @@ def test_make_run_serves_a_live_table_and_ctrl_c_stops_every_process(tmp_path):
         assert any(web_server() in command_line(p) for p in children)
 
         a_turn_reaches_the_table_live(port, run.lines)
+        played = the_table_played(port)
+        assert len(played["turns"]) == 2 and played["state"]["campaign"]["status"] == "completed"
         log_lines_come_once(port, run.lines)
         pages = [an_open_page(port, name, run.lines) for name in ("alice", "bob")]
 
@@ -242,12 +275,17 @@ def test_make_run_serves_a_live_table_and_ctrl_c_stops_every_process(tmp_path):
         wait_for(lambda: not any(map(alive, children)), STOP_DEADLINE, "a child left", run.lines)
         assert run.process.returncode == 130  # honcho: interrupted
         assert any("SIGINT received" in line for line in run.lines)
-        # The web server stopped by itself (uvicorn: its graceful shutdown, 3 s at most, then
-        # the lifespan's, which closes the SQLite layer: config.asgi), before honcho's SIGKILL
-        # (5 s after its SIGTERM): open websockets do not hold it up.
+        # The web server stopped by itself (uvicorn: its graceful shutdown, 3 s at most), before
+        # honcho's SIGKILL (5 s after its SIGTERM): open websockets do not hold it up.
         assert not any("sending SIGKILL" in line for line in run.lines), run.lines[-20:]
         assert all(page.closed.is_set() for page in pages)
         assert login_page_status(port) is None
+
+    with started(port, tmp_path) as again:  # the next `make run`: the same table
+        wait_for(lambda: login_page_status(port) == 200, SERVE_DEADLINE, "no 200", again.lines)
+        assert the_table_played(port) == played
+        os.killpg(again.process.pid, signal.SIGINT)
+        again.process.wait(timeout=STOP_DEADLINE)
 
 
 def refused(tmp_path: Path, port: str) -> subprocess.CompletedProcess:
@@ -262,7 +300,7 @@ def refused(tmp_path: Path, port: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_a_busy_port_is_refused_at_once_before_anything_starts(tmp_path):
+def test_a_busy_port_is_refused_at_once_before_anything_starts(tmp_path, data_dir):
     with socket.socket() as squatter:
         squatter.bind(("127.0.0.1", 0))
         squatter.listen()
@@ -273,10 +311,10 @@ def test_a_busy_port_is_refused_at_once_before_anything_starts(tmp_path):
     assert message.splitlines() == [message]  # one line, no traceback
     assert f"cannot serve on 127.0.0.1:{port}" in message
     assert f"make run PORT={port + 1}" in message
-    assert not (tmp_path / "run.sqlite3").exists()  # no migration ran
+    assert not data_dir.exists()  # no engine started, no migration ran
 
 
-def test_a_port_that_is_not_a_number_is_refused(tmp_path):
+def test_a_port_that_is_not_a_number_is_refused(tmp_path, data_dir):
     result = refused(tmp_path, "80a")
     assert result.returncode == 2
     assert "'80a' is not a port number" in result.stderr

@@ -1,13 +1,10 @@
-"""Production settings: deploy checks clean, and no start without a real secret key; SQLite's
-options and channel layer whether its file comes from the embedded default or a sqlite:// URL."""
+"""Production settings: deploy checks clean, and no start without a real secret key."""
 
-import json
 import os
 import secrets
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -99,34 +96,3 @@ def test_each_log_line_is_printed_once():
         assert printed.count(f"warning from {name}") == 1, result.stderr
     for name in ("django.channels.server", "daphne.server"):
         assert printed.count(f"info from {name}") == 1, result.stderr
-
-
-def settings_under(**env: str) -> dict[str, Any]:
-    """The default database's settings and the channel layer of a process started with `env`
-    and none of the suite's own database, Redis or Django settings."""
-    script = (
-        "import json, django; django.setup(); from django.conf import settings as s; "
-        "print(json.dumps({'database': s.DATABASES['default'], "
-        "'layer': s.CHANNEL_LAYERS['default']['BACKEND']}))"
-    )
-    own = ("DJANGO_", "DATABASE_URL", "REDIS_URL", "SQLITE_", "CHANNEL_LAYER")
-    result = python("-c", script, drop=own, **env)
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
-
-
-def test_a_sqlite_url_gets_the_embedded_defaults_options_and_channel_layer(tmp_path):
-    """IMMEDIATE transactions, WAL and the busy timeout hold on SQLite wherever its file is
-    named: with a sqlite:// DATABASE_URL they were left out (concurrent undos answered 503)."""
-    path = str(tmp_path / "app.sqlite3")
-    default = settings_under(SQLITE_PATH=path)
-    for env in ({}, {"CHANNEL_LAYER": "sqlite"}):
-        from_url = settings_under(DATABASE_URL=f"sqlite:///{path}", **env)
-        assert from_url["database"]["NAME"] == path
-        assert from_url["database"]["OPTIONS"] == default["database"]["OPTIONS"]
-        assert from_url["layer"] == default["layer"] == "config.channel_layer.SQLiteChannelLayer"
-    assert default["database"]["OPTIONS"] == {
-        "transaction_mode": "IMMEDIATE",
-        "init_command": "PRAGMA journal_mode=WAL",
-        "timeout": 20.0,
-    }

@@ -5,7 +5,6 @@ from django.test.utils import CaptureQueriesContext
 
 from audit.models import ToolInvocation
 from tests.admin.conftest import move
-from tests.conftest import postgres_only
 from web.admin.pagination import EstimatedCountPaginator
 
 
@@ -34,7 +33,6 @@ def test_filtered_lists_are_counted_exactly(world):
     assert count == 3 and len(queries) == 1 and "COUNT(*)" in queries[0]
 
 
-@postgres_only
 def test_unfiltered_count_comes_from_the_statistics_on_postgresql(world):
     for x in range(30):
         move(world, x)
@@ -45,7 +43,6 @@ def test_unfiltered_count_comes_from_the_statistics_on_postgresql(world):
     assert len(queries) == 1 and "pg_class" in queries[0] and "COUNT(*)" not in queries[0]
 
 
-@postgres_only
 def test_a_never_analysed_table_is_counted_exactly_on_postgresql(world):
     move(world, 1)
     count, queries = counted(EstimatedCountPaginator(ToolInvocation.objects.all(), 100))

@@ -2,7 +2,6 @@
 the sign-up rate limit, token revocation and expiry."""
 
 import json
-import os
 import secrets
 from datetime import timedelta
 
@@ -11,7 +10,6 @@ from asgiref.sync import async_to_sync
 from axes.models import AccessAttempt
 from django.contrib.auth.models import User
 from django.core.cache import cache, caches
-from django.core.cache.backends.db import DatabaseCache
 from django.core.cache.backends.redis import RedisCache
 from django.test import AsyncClient, Client
 from django.utils import timezone
@@ -333,6 +331,5 @@ def test_the_schema_documents_lockout_throttling_and_revoke():
 
 def test_the_sign_up_limit_counts_in_a_cache_every_process_shares():
     """A per-process cache would let each worker grant its own quota."""
-    shared = RedisCache if os.environ.get("REDIS_URL") else DatabaseCache
-    assert isinstance(caches["default"], shared)
+    assert isinstance(caches["default"], RedisCache)
     assert SignupRateThrottle.cache is cache

@@ -3,12 +3,11 @@
 import pytest
 
 from tests.api.conftest import assert_undone_exactly_once, campaign_url, client_for, dump, play_turn
-from tests.conftest import all_at_once, build_world, postgres_only
+from tests.conftest import all_at_once, build_world
 
 REQUESTS = 4
 
 
-@postgres_only
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_undos_of_one_turn_revert_it_exactly_once():
     world = build_world()

@@ -2,22 +2,18 @@
 invalid, and every response must be a documented status with a body of the documented shape. No
 5xx, no schema violation, no invalid request accepted.
 
-On PostgreSQL (CI) the requests go to a real Daphne through real sockets; on the embedded default
-they go in process through WSGI (a forked server cannot open SQLite's in-memory test database).
-Each run draws a fresh random seed and prints it; `FUZZ_SEED=<seed>` replays a failure. Bounded in
-examples per operation and in time, so a run takes well under two minutes."""
+The requests go to a real Daphne through real sockets. Each run draws a fresh random seed and
+prints it; `FUZZ_SEED=<seed>` replays a failure. Bounded in examples per operation and in time,
+so a run takes well under two minutes."""
 
 import os
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 import requests
 import schemathesis
-from django.core.handlers.wsgi import WSGIHandler
-from django.core.signals import request_finished, request_started
-from django.db import close_old_connections, connection
 from hypothesis import HealthCheck, given, seed, settings
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
@@ -31,7 +27,7 @@ from schemathesis.specs.openapi.checks import (
 
 from tests.api.conftest import PlayedTurn, play_turn
 from tests.api.test_schema import CONTRACT
-from tests.conftest import World, postgres_only
+from tests.conftest import World
 
 EXAMPLES = 6  # per operation and generation mode: 20 operations x 2 modes
 CHECKS = [
@@ -101,7 +97,6 @@ def fuzz_every_operation(
             check()
 
 
-@postgres_only
 @pytest.mark.timeout(110)
 def test_fuzzed_requests_to_a_real_server_get_documented_answers(world: World, asgi_server: str):
     fuzz_seed = run_seed()
@@ -113,30 +108,3 @@ def test_fuzzed_requests_to_a_real_server_get_documented_answers(world: World, a
             case.call_and_validate(base_url=asgi_server, session=session, checks=CHECKS)
 
         fuzz_every_operation(schema, world, token, call, fuzz_seed)
-
-
-@pytest.fixture
-def wsgi_app() -> Iterator[WSGIHandler]:
-    """Django's WSGI handler, without the per-request connection recycling that would close the
-    test's transaction (Django's own test client disconnects it the same way)."""
-    request_started.disconnect(close_old_connections)
-    request_finished.disconnect(close_old_connections)
-    yield WSGIHandler()
-    request_started.connect(close_old_connections)
-    request_finished.connect(close_old_connections)
-
-
-@pytest.mark.skipif(
-    connection.vendor == "postgresql", reason="on PostgreSQL the real-server test runs instead"
-)
-@pytest.mark.django_db
-@pytest.mark.timeout(110)
-def test_fuzzed_requests_in_process_get_documented_answers(world: World, wsgi_app: WSGIHandler):
-    fuzz_seed = run_seed()
-    schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", wsgi_app)
-    token = owner_token(schema, world)
-
-    def call(case: Any) -> None:
-        case.call_and_validate(checks=CHECKS)
-
-    fuzz_every_operation(schema, world, token, call, fuzz_seed)

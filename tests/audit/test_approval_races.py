@@ -11,9 +11,9 @@ from audit.services import invocation_dispatch, turn_undo
 from audit.services.approval import invocation_approve, invocation_expire, invocation_reject
 from campaigns.models import Campaign, Creature
 from core.errors import Conflict
-from tests.conftest import all_at_once, build_world, postgres_only
+from tests.conftest import all_at_once, build_world
 
-pytestmark = [postgres_only, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.django_db(transaction=True)
 Status = ToolInvocation.Status
 
 

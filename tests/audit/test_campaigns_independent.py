@@ -5,8 +5,7 @@ rows it changed, its new log rows and event numbers), holds up no write of anoth
 The other campaign's write runs with PostgreSQL's `lock_timeout`, so waiting on any lock the
 first one holds (a row, a table, an advisory lock, a shared counter) fails it within seconds
 instead of hanging. `bench/table_load.py` measures the same rule under load and shows, with
-BENCH_GLOBAL_LOCK=1, what a global lock looks like there. SQLite has one writer for the whole
-database, so there every write serialises by design: PostgreSQL only."""
+BENCH_GLOBAL_LOCK=1, what a global lock looks like there."""
 
 import threading
 from collections.abc import Callable
@@ -21,9 +20,9 @@ from audit.services import invocation_revert, turn_undo
 from campaigns.models import Creature, Turn
 from campaigns.services import turn_create
 from gm.services import turn_submit
-from tests.conftest import World, build_world, call, postgres_only
+from tests.conftest import World, build_world, call
 
-pytestmark = [postgres_only, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 WAIT = 20  # seconds any step may take before the test calls it stuck
 

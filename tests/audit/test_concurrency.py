@@ -9,9 +9,9 @@ from audit.models import InvocationOrigin, ToolInvocation
 from audit.services import UndoResult, invocation_dispatch, invocation_revert, turn_undo
 from campaigns.models import Creature
 from core.errors import Conflict
-from tests.conftest import all_at_once, build_world, postgres_only
+from tests.conftest import all_at_once, build_world
 
-pytestmark = [postgres_only, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_twenty_concurrent_reverts_of_one_row_revert_exactly_once():

@@ -9,7 +9,7 @@ from audit.models import InvocationOrigin, SecurityEvent, ToolInvocation
 from audit.services.approval import invocation_approve, invocation_object
 from campaigns.models import Campaign, Creature
 from core.errors import Conflict, Forbidden, InvalidInput
-from tests.conftest import all_at_once, build_world, call, dump, postgres_only
+from tests.conftest import all_at_once, build_world, call, dump
 
 Status = ToolInvocation.Status
 
@@ -124,7 +124,6 @@ def test_approve_then_object_resolves_once(world):
     assert Creature.objects.get(pk=world.hero.pk).hp == 0
 
 
-@postgres_only
 @pytest.mark.django_db(transaction=True)
 def test_object_racing_approve_on_two_connections_resolves_exactly_once():
     world = build_world()

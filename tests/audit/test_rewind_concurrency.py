@@ -11,9 +11,9 @@ from audit.services.redo import turn_redo
 from campaigns.models import Turn
 from core.errors import Conflict
 from tests.audit.test_rewind import three_turns
-from tests.conftest import all_at_once, build_world, dump, postgres_only
+from tests.conftest import all_at_once, build_world, dump
 
-pytestmark = [postgres_only, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_concurrent_rewinds_of_one_table_rewind_it_once():

@@ -24,7 +24,7 @@ from audit.services.common import campaign_lock
 from audit.services.dispatch import _append, _new_row
 from campaigns.models import Campaign
 from core.errors import Conflict
-from tests.conftest import World, all_at_once, build_world, postgres_only, rolled_back
+from tests.conftest import World, all_at_once, build_world, rolled_back
 
 MODELS = ("claude-sonnet-4-5", "scripted")
 AWAITING = ToolInvocation.Status.AWAITING_APPROVAL
@@ -324,7 +324,6 @@ def test_a_read_with_nothing_new_writes_nothing(world: World, django_assert_num_
 # --- two readers at once (PostgreSQL) ------------------------------------------------------------
 
 
-@postgres_only
 @pytest.mark.django_db(transaction=True)
 def test_readers_folding_at_once_count_each_row_and_link_once():
     world = build_world("fold")
@@ -350,7 +349,6 @@ def test_readers_folding_at_once_count_each_row_and_link_once():
         assert_cells_exact()
 
 
-@postgres_only
 @pytest.mark.django_db(transaction=True)
 def test_readers_racing_writers_end_exact():
     world = build_world("race")

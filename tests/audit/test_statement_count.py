@@ -38,7 +38,6 @@ from tests.conftest import (
     commit,
     fill_log,
     fog_over_the_goblin,
-    postgres_only,
     rolled_back,
 )
 
@@ -102,7 +101,6 @@ def test_with_the_fog_in_play_a_call_naming_a_creature_reads_what_players_may_se
     assert counts == {"hero": declared + 1, "goblin": declared + 1}
 
 
-@postgres_only
 def test_the_dispatchs_statements_are_prepared_once_per_connection_and_alone(world):
     """The statements of a call's hot path (the campaign lock, the tool's read and write of its
     target, the log's append) are parsed and planned once per connection and shape, not at
@@ -134,7 +132,6 @@ def test_the_dispatchs_statements_are_prepared_once_per_connection_and_alone(wor
     assert Creature.objects.get(pk=world.goblin.pk).hp == hp - 3
 
 
-@postgres_only
 def test_the_query_log_keeps_the_log_statements_text(world):
     """While queries are logged (DEBUG, a test counting them), the log's statement runs as any
     other, so that the log shows its text: a prepared run keeps none for it."""

@@ -364,7 +364,7 @@ def test_a_user_who_reverted_cannot_be_deleted_from_under_the_chain(world, log):
     assert StatusTransition.objects.filter(pk=link.pk).exists()
 
 
-# --- the canonical stored form (numbers spelled differently by SQLite and PostgreSQL) -------
+# --- the canonical stored form (numbers spelled differently by Python and PostgreSQL) -------
 
 
 def test_one_number_has_one_canonical_spelling():
@@ -457,7 +457,7 @@ def seal_row(world, sequence: int, prev_hash: str, data: st.DataObject) -> ToolI
 @given(data=st.data())
 def test_a_row_holding_any_json_verifies_as_the_database_stores_it(world, data):
     """Sealed from the Python values before the write, verified from what the database hands
-    back: the same on SQLite and on PostgreSQL, whatever the JSON."""
+    back (`jsonb`): the same, whatever the JSON."""
     with transaction.atomic():
         previous = ""
         for sequence in (1, 2):

@@ -13,10 +13,9 @@ from tests.browser.support import (
     screenshot,
 )
 from tests.conftest import World
-from tests.realtime.conftest import shared_layer
 from tests.servers import WorkerProcess
 
-pytestmark = [pytest.mark.browser, shared_layer]
+pytestmark = pytest.mark.browser
 
 
 def test_the_owner_approves_on_the_page_while_a_player_watches_the_card(

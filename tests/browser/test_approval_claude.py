@@ -22,10 +22,9 @@ from tests.browser.support import (
 from tests.conftest import World, dump
 from tests.gm.fake_claude import FakeClaude
 from tests.processes import worker_start
-from tests.realtime.conftest import shared_layer
 from tests.servers import WorkerProcess
 
-pytestmark = [pytest.mark.browser, shared_layer]
+pytestmark = pytest.mark.browser
 
 API_KEY = "test-key"
 

@@ -18,10 +18,9 @@ from tests.browser.support import (
     screenshot,
 )
 from tests.conftest import World
-from tests.realtime.conftest import shared_layer
 from tests.servers import WorkerProcess
 
-pytestmark = [pytest.mark.browser, shared_layer]
+pytestmark = pytest.mark.browser
 
 # Notifications this page raised, kept for the test (a headless browser shows none): the page's
 # script sees notifications as granted, as after the person allowed them.

@@ -16,7 +16,6 @@ from tests.browser.support import (
     signed_in_page,
 )
 from tests.conftest import World, narrate
-from tests.realtime.conftest import shared_layer
 
 pytestmark = pytest.mark.browser
 
@@ -63,7 +62,6 @@ def gm_rolls(world: World, turn) -> DiceRoll:
     return DiceRoll.objects.get(turn=turn)
 
 
-@shared_layer  # the roll is made in this process; the server's sockets hear it through the layer
 def test_the_gms_roll_appears_live_inside_its_turn(live_world: World, asgi_server: str):
     world = live_world
     turn = turn_create(campaign=world.campaign, actor=world.player, message="I pick the lock")

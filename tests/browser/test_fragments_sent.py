@@ -19,10 +19,9 @@ from campaigns.models import Campaign, DiceRoll
 from tests.browser.support import chromium, open_table, outside_the_browser_loop, signed_in_page
 from tests.browser.test_gm_turn_live import ATTACK, send
 from tests.conftest import World
-from tests.realtime.conftest import shared_layer
 from tests.servers import WorkerProcess
 
-pytestmark = [pytest.mark.browser, shared_layer]
+pytestmark = pytest.mark.browser
 
 TURN_SEQ = re.compile(r'<li class="turn[^>]*? data-turn="(\d+)"[^>]*? data-seq="(\d+)"')
 

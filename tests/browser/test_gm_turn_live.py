@@ -11,11 +11,9 @@ from campaigns.models import Turn
 from tests.browser.support import chromium, open_table, screenshot, signed_in_page
 from tests.conftest import World
 from tests.pages.test_campaign_page import gm_turn
-from tests.realtime.conftest import shared_layer
 
-# The worker's events reach the server's websockets through the layer the processes share
-# (Redis, or the embedded default's SQLite layer; see test_live_table.py).
-pytestmark = [pytest.mark.browser, shared_layer]
+# The worker's events reach the server's websockets through Redis, which the processes share.
+pytestmark = pytest.mark.browser
 
 ATTACK = "I attack the goblin"
 # The scripted GM waits this long per round, as a model would think: an attack is two rounds.

@@ -8,9 +8,9 @@ from playwright.sync_api import WebSocket, expect
 from campaigns.models import Creature
 from tests.browser.support import chromium, open_table, outside_the_browser_loop, signed_in_page
 from tests.conftest import World
-from tests.realtime.conftest import damage_goblin, longest_layer_timeout, redis_only
+from tests.realtime.conftest import damage_goblin, longest_layer_timeout
 
-pytestmark = [pytest.mark.browser, redis_only]
+pytestmark = pytest.mark.browser
 
 
 def hit_the_goblin(world: World) -> None:

@@ -35,10 +35,9 @@ from tests.gm.fake_openai import FakeOpenAI
 from tests.gm.test_stop import CHUNKS, PACE, hit
 from tests.images import png
 from tests.pages.readable import internal_words
-from tests.realtime.conftest import shared_layer
 
 # The worker's GM turns reach the server's websockets through the layer the processes share.
-pytestmark = [pytest.mark.browser, shared_layer]
+pytestmark = pytest.mark.browser
 
 SIZES = {
     "laptop": {"viewport": {"width": 1280, "height": 800}},

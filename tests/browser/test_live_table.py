@@ -7,12 +7,10 @@ from audit.models import ToolInvocation
 from campaigns.models import ChatMessage, Creature, Turn
 from tests.browser.support import chromium, open_table, screenshot, signed_in_page
 from tests.conftest import World
-from tests.realtime.conftest import shared_layer
 from tests.servers import WorkerProcess
 
-# The GM's events leave its worker process: they reach the server's websockets through a channel
-# layer shared by processes (Redis, or the embedded default's SQLite layer).
-pytestmark = [pytest.mark.browser, shared_layer]
+# The GM's events leave its worker process: they reach the server's websockets through Redis.
+pytestmark = pytest.mark.browser
 
 ATTACK = "I attack the goblin"
 

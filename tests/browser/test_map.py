@@ -19,7 +19,6 @@ from tests.browser.support import (
     signed_in_page,
 )
 from tests.conftest import World, commit
-from tests.realtime.conftest import redis_only
 
 pytestmark = pytest.mark.browser
 
@@ -183,7 +182,6 @@ def test_on_a_phone_a_tap_selects_the_token_and_a_tap_on_a_cell_moves_it(
     assert (world.hero.x, world.hero.y) == (3, 2)
 
 
-@redis_only  # the GM's calls are made in this process; the server's sockets hear them via Redis
 def test_fog_the_gm_reveals_and_its_undo_redraw_the_map_live(live_world: World, asgi_server: str):
     world = live_world
     commit(world, "reveal_fog", {"cells": [[1, 1]]})

@@ -14,9 +14,8 @@ from tests.browser.support import at_the_table, chromium, outside_the_browser_lo
 from tests.browser.support import signed_in_page as sign_in
 from tests.conftest import World, make_user
 from tests.gm.fake_openai import VERSION, FakeOpenAI, call
-from tests.realtime.conftest import shared_layer
 
-pytestmark = [pytest.mark.browser, shared_layer]
+pytestmark = pytest.mark.browser
 SEAT = "OpenAI-compatible (gpt-gm-test)"
 
 

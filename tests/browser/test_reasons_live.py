@@ -8,10 +8,9 @@ from playwright.sync_api import expect
 from campaigns.models import Campaign
 from tests.browser.support import at_the_table, chromium, screenshot
 from tests.conftest import World
-from tests.realtime.conftest import shared_layer
 from tests.servers import WorkerProcess
 
-pytestmark = [pytest.mark.browser, shared_layer]
+pytestmark = pytest.mark.browser
 
 
 def test_a_withdrawal_and_its_reason_show_in_the_feed_for_everyone(

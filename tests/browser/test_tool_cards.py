@@ -27,7 +27,6 @@ from tests.browser.support import (
 from tests.browser.test_phone import LAPTOP, PHONE, assert_no_sideways_scroll, new_page, sign_in
 from tests.conftest import World, call, commit
 from tests.pages.readable import internal_words
-from tests.realtime.conftest import shared_layer
 
 pytestmark = pytest.mark.browser
 
@@ -105,7 +104,6 @@ def test_every_tools_card_reads_in_words_and_fits(
                 combat.screenshot(path=ARTIFACTS / f"tool-card-{size}-start-combat.png")
 
 
-@shared_layer
 def test_the_feed_tells_live_of_a_dragged_token_and_an_added_creature(
     live_world: World, asgi_server: str
 ):

@@ -8,9 +8,9 @@ import pytest
 from campaigns.models import Invite, Membership
 from campaigns.services import invite_accept, invite_create
 from core.errors import Gone
-from tests.conftest import all_at_once, build_world, make_user, postgres_only
+from tests.conftest import all_at_once, build_world, make_user
 
-pytestmark = [postgres_only, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.mark.parametrize("max_uses", [1, 3])

@@ -5,6 +5,7 @@ import os
 import re
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from django.urls import reverse
 
 from campaigns.models import Campaign, Creature, InventoryItem, Membership, Resource
 from campaigns.selectors import campaign_state
+from tests.processes import database_environment
 
 pytestmark = pytest.mark.django_db
 ROOT = Path(__file__).resolve().parents[2]
@@ -109,15 +111,16 @@ def test_the_staff_login_reads_and_reverts_the_log_in_the_admin(client):
     assert turns.status_code == 200
 
 
-def test_debug_off_in_the_environment_refuses_without_touching_the_database(tmp_path):
-    """DJANGO_DEBUG=0, as production runs: the command stops before it writes anything (the
-    database named here does not even exist)."""
+def test_debug_off_in_the_environment_refuses_without_touching_the_database():
+    """DJANGO_DEBUG=0, as production runs: the command stops before it touches the database
+    (the one named here does not exist: any statement would fail otherwise)."""
+    server = database_environment()["DATABASE_URL"].rsplit("/", 1)[0]
     env = {
         **os.environ,
         "DJANGO_DEBUG": "0",
         "DJANGO_SECRET_KEY": "s" * 60,
         "AUDIT_CHAIN_KEY": "c" * 40,
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'never.sqlite3'}",
+        "DATABASE_URL": f"{server}/never_{uuid.uuid4().hex}",
     }
     done = subprocess.run(
         [sys.executable, "manage.py", "seed_demo"],
@@ -129,4 +132,3 @@ def test_debug_off_in_the_environment_refuses_without_touching_the_database(tmp_
     )
     assert done.returncode == 1
     assert "refusing with DEBUG off" in done.stderr
-    assert not (tmp_path / "never.sqlite3").exists()

@@ -19,7 +19,7 @@ from campaigns.models import (
     Resource,
     ResourceEvent,
 )
-from tests.conftest import build_world, postgres_only
+from tests.conftest import build_world
 
 pytestmark = pytest.mark.django_db
 
@@ -52,7 +52,6 @@ def _every_table_filled():
     return campaign
 
 
-@postgres_only
 def test_the_one_statement_reads_what_each_table_read_reads():
     campaign = _every_table_filled()
     by_table = {name: read(campaign.pk) for name, read in selectors._world.items()}

@@ -10,7 +10,7 @@ from django.test.utils import CaptureQueriesContext
 
 from campaigns.models import Campaign, Creature, Turn
 from core.prepared import prepared
-from tests.conftest import World, build_world, postgres_only
+from tests.conftest import World, build_world
 
 FIELDS = ("id", "name", "hp", "x", "y", "controlled_by_id", "conditions")
 
@@ -91,7 +91,6 @@ def test_a_read_is_compiled_once_then_runs_one_statement(two_worlds, monkeypatch
     assert compiled == []
 
 
-@postgres_only  # a statement is prepared on PostgreSQL's server
 def test_a_read_is_parsed_and_planned_once_per_connection_on_postgresql(two_worlds):
     """Its statement is also prepared on the server, once, then run with each call's values."""
     first, second = two_worlds

@@ -16,7 +16,7 @@ from audit.models import ToolInvocation
 from campaigns.models import ChatMessage, Creature, Turn
 from gm.models import GMRound
 from gm.services import turn_submit
-from tests.conftest import World, build_world, postgres_only
+from tests.conftest import World, build_world
 from tests.servers import WorkerProcess
 
 DELAY = 1.0  # seconds per round of the scripted GM
@@ -76,7 +76,6 @@ def killed_between_calls(turn: Turn) -> bool:
     return ToolInvocation.objects.filter(turn=turn).count() == 1
 
 
-@postgres_only
 @pytest.mark.parametrize("moment", [killed_mid_round, killed_between_calls])
 def test_a_turn_whose_worker_is_killed_resumes_elsewhere_applying_each_call_once(
     live_world: World, gm_workers, moment
@@ -114,7 +113,6 @@ def test_a_turn_whose_worker_is_killed_resumes_elsewhere_applying_each_call_once
     assert f"for {damage} damage" in reply and "moves to (3, 4)" in reply
 
 
-@postgres_only
 def test_a_turn_whose_workers_keep_dying_fails_plainly(live_world: World, gm_workers):
     world = live_world
     turn = submit(world, TWO_ACTIONS)
@@ -140,7 +138,6 @@ def test_a_turn_whose_workers_keep_dying_fails_plainly(live_world: World, gm_wor
     assert ToolInvocation.objects.filter(turn=turn).count() <= 1
 
 
-@postgres_only
 def test_two_workers_run_two_campaigns_at_once_and_one_campaign_in_order(
     live_world: World, gm_workers
 ):

@@ -14,12 +14,12 @@ from django.db import connection
 from ai_tools import registry
 from audit.models import ToolInvocation
 from campaigns.models import Creature
-from tests.conftest import World, build_world, postgres_only
+from tests.conftest import World, build_world
 from tests.infra.conftest import assert_json_503, hit_goblin, pool_rebuilt
 from tests.infra.faults import terminate_backends
 from tests.servers import SERVER_APPLICATION_NAME, api_token, http
 
-pytestmark = [postgres_only, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_a_backend_killed_inside_a_tool_call_is_a_503_and_no_failed_row(monkeypatch):

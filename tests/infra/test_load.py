@@ -10,10 +10,8 @@ import pytest
 from django.db import connection
 
 from audit.models import ToolInvocation
-from tests.conftest import World, postgres_only
+from tests.conftest import World
 from tests.servers import SERVER_APPLICATION_NAME, api_token, http
-
-pytestmark = postgres_only
 
 CLIENTS = 16
 REQUESTS = 96

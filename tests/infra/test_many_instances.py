@@ -8,11 +8,8 @@ from django_tasks_db.models import DBTaskResult
 
 from audit.models import ToolInvocation
 from campaigns.models import Creature, Turn
-from tests.conftest import World, postgres_only
-from tests.realtime.conftest import redis_only
+from tests.conftest import World
 from tests.servers import Feed, api_token, http
-
-pytestmark = [postgres_only, redis_only]
 
 
 def test_a_turn_posted_on_one_server_streams_to_the_other_and_an_undo_there_wins(

@@ -10,11 +10,11 @@ import pytest
 from django.db import connection, connections
 
 from tests.api.conftest import campaign_url, client_for
-from tests.conftest import build_world, postgres_only
+from tests.conftest import build_world
 from tests.infra.conftest import assert_json_503, pool_rebuilt
 from tests.infra.faults import terminate_backends
 
-pytestmark = [postgres_only, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 POOL = {"min_size": 1, "max_size": 2, "timeout": 0.5}
 

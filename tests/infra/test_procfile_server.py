@@ -61,7 +61,7 @@ def procfile_web(transactional_db, tmp_path) -> Iterator[tuple[str, subprocess.P
     """The Procfile's `web:` command, run by a shell as honcho runs it, on a free port, on the
     test database: (base URL, process, its output's file)."""
     port = free_port()
-    environment = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "SQLITE_PATH")}
+    environment = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
     environment.update(database_environment(), PORT=str(port), WEB_BIND="127.0.0.1")
     environment.update(GM_PROVIDER="scripted", PYTHONUNBUFFERED="1")
     environment["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])

@@ -1,5 +1,5 @@
-"""Races through a real server, on whichever engine the suite runs (the embedded SQLite default
-included): a table's worth of clicks at once never answers 5xx and never reverts twice."""
+"""Races through a real server: a table's worth of clicks at once never answers 5xx and never
+reverts twice."""
 
 from functools import partial
 

@@ -17,7 +17,7 @@ from gm.management.commands.task_worker import WakingWorker
 from gm.services import turn_submit
 from gm.tasks import run_turn
 from gm.wakeup import Heard, Wakeup
-from tests.conftest import World, postgres_only
+from tests.conftest import World
 from tests.processes import worker_start
 
 DEADLINE = 45.0  # seconds: a condition not met by then fails the test
@@ -40,7 +40,7 @@ def worker(**options) -> WakingWorker:
 
 
 class Deaf:
-    """A `Wakeup` that hears nothing (SQLite's, or PostgreSQL's while it cannot listen)."""
+    """A `Wakeup` that hears nothing (while it cannot listen)."""
 
     listening = False
 
@@ -68,7 +68,6 @@ def test_an_idle_worker_with_nothing_scheduled_waits_its_longest(db):
     assert worker(interval=2).idle_wait(Deaf()) == 2
 
 
-@postgres_only
 def test_a_job_wakes_a_listener_when_its_transaction_commits(transactional_db):
     with Wakeup("default", poll=0.1) as wakeup:
         assert wakeup.listening
@@ -81,7 +80,6 @@ def test_a_job_wakes_a_listener_when_its_transaction_commits(transactional_db):
         assert wakeup.wait(0.2).quiet  # one wake for one job
 
 
-@postgres_only
 def test_a_job_for_later_wakes_a_listener_with_the_time_it_is_due(transactional_db):
     soon = timezone.now() + timedelta(seconds=30)
     with Wakeup("default", poll=0.1) as wakeup:
@@ -96,7 +94,6 @@ def test_a_job_for_later_wakes_a_listener_with_the_time_it_is_due(transactional_
         assert wakeup.wait(DEADLINE) == Heard(job=True, due=soon)
 
 
-@postgres_only
 def test_a_listener_whose_connection_died_listens_again(transactional_db):
     with Wakeup("default", poll=0.1) as wakeup:
         with connection.cursor() as cursor:
@@ -122,15 +119,13 @@ def test_a_worker_that_cannot_listen_polls(db, monkeypatch):
 
     monkeypatch.setattr(wakeup_module.select, "select", select)
     with Wakeup("default", poll=0.05) as wakeup:
-        if connection.vendor == "postgresql":
-            wakeup._drop()
-            wakeup.retry_at = time.monotonic() + NEVER  # the server refuses it for now
+        wakeup._drop()
+        wakeup.retry_at = time.monotonic() + NEVER  # the server refuses it for now
         assert not wakeup.listening
         assert wakeup.wait(NEVER).quiet
     assert slept == [0.05]  # the poll, not the wait it was asked
 
 
-@postgres_only
 def test_an_idle_worker_process_runs_a_turn_when_it_is_enqueued(live_world: World, tmp_path):
     log = tmp_path / "worker.log"
     process = worker_start("waking", log, interval=NEVER, wait_max=NEVER, verbosity=2)
@@ -153,8 +148,7 @@ def test_an_idle_worker_process_runs_a_turn_when_it_is_enqueued(live_world: Worl
 def test_the_start_line_says_how_the_worker_waits(transactional_db, caplog):
     with caplog.at_level("INFO", logger="django_tasks_db"):
         worker(batch=True).run()  # nothing queued: it starts, looks once and ends
-    postgres = connection.vendor == "postgresql"
-    assert ("woken by NOTIFY" if postgres else "polling every 0.5 s") in caplog.text
+    assert "woken by NOTIFY" in caplog.text
 
 
 class Scripted:
@@ -180,7 +174,7 @@ def test_a_worker_that_heard_only_jobs_for_later_does_not_look_at_the_queue(db, 
     waker = worker()
     monkeypatch.setattr(task_worker, "close_old_connections", lambda: None)  # the test's own
     looks, asked = [], []
-    monkeypatch.setattr(waker, "claim_next", lambda: looks.append(1) or (None, True))
+    monkeypatch.setattr(waker, "claim_next", lambda: looks.append(1) or None)
     queue_due = waker.idle_wait
 
     def idle_wait(wakeup):

@@ -1,10 +1,8 @@
 """Websocket clients for the consumer tests: real handshakes through the project's ASGI app."""
 
-import os
 from collections.abc import AsyncIterator
 from typing import Any
 
-import pytest
 import pytest_asyncio
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
@@ -24,17 +22,6 @@ HOST = (b"host", b"testserver")
 ORIGIN = (b"origin", b"http://testserver")
 FOREIGN_ORIGIN = (b"origin", b"http://evil.example")
 TIMEOUT = 5
-
-redis_only = pytest.mark.skipif(
-    not os.environ.get("REDIS_URL"),
-    reason="needs the real Redis channel layer (CI sets REDIS_URL)",
-)
-# Events published in one process and heard in another: Redis, or the embedded default's SQLite
-# layer; never Channels' in-memory layer (CHANNEL_LAYER=memory), which stays in its process.
-shared_layer = pytest.mark.skipif(
-    settings.CHANNEL_LAYERS["default"]["BACKEND"] == "channels.layers.InMemoryChannelLayer",
-    reason="needs a channel layer shared by processes (CHANNEL_LAYER=memory is not)",
-)
 
 
 def layer_pool() -> Any:

@@ -9,13 +9,10 @@ import logging
 import pytest
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
-from channels_lite.models import GroupMembership
 from redis.asyncio import Redis
 
 from campaigns import selectors
 from campaigns.realtime import EVENTS_MESSAGE, group_name
-from config.channel_layer import SQLiteChannelLayer
-from config.redis_layer import RedisPubSubLayer
 from tests.realtime.conftest import (
     TIMEOUT,
     browser,
@@ -30,19 +27,14 @@ pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
 async def group_size(group: str) -> int:
     """How many subscribers the layer holds in `group`: Redis's own count of the connections
-    subscribed to it (pub/sub: one per process), the embedded default's SQLite layer's membership
-    rows, or the in-memory layer's channels."""
+    subscribed to it (pub/sub: one per process)."""
     layer = get_channel_layer()
-    if isinstance(layer, RedisPubSubLayer):
-        redis = Redis(connection_pool=layer_pool())
-        try:
-            [(_, count)] = await redis.pubsub_numsub(layer._get_group_channel_name(group))
-        finally:
-            await redis.aclose(close_connection_pool=True)
-        return count
-    if isinstance(layer, SQLiteChannelLayer):
-        return await GroupMembership.objects.filter(group_name=group).acount()
-    return len(layer.groups.get(group, {}))
+    redis = Redis(connection_pool=layer_pool())
+    try:
+        [(_, count)] = await redis.pubsub_numsub(layer._get_group_channel_name(group))
+    finally:
+        await redis.aclose(close_connection_pool=True)
+    return count
 
 
 async def test_the_sockets_of_one_campaign_share_one_subscription_until_the_last_leaves(world):

@@ -106,7 +106,7 @@ def test_a_gm_turn_runs_to_its_end_and_only_its_events_are_lost(
     ],
 )
 def test_the_rate_limits_in_a_redis_cache_answer_503_while_it_is_down(world, settings, path, body):
-    """With REDIS_URL, Redis is also the cache the dice and sign-up limits count in."""
+    """Redis is also the cache the dice and sign-up limits count in."""
     port = unreachable_redis()["default"]["CONFIG"]["hosts"][0]
     settings.CACHES = {"default": {"BACKEND": "core.redis_pool.RedisCache", "LOCATION": port}}
     url = path if path.startswith("/") else campaign_url(world, path)

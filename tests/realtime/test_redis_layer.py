@@ -1,17 +1,17 @@
 """The real Redis channel layer: a feed that stays silent for longer than every timeout in the
 path (redis-py's socket timeouts, channels-redis's blocking read) is still open and still
-delivers. These run where Redis does (CI sets REDIS_URL)."""
+delivers."""
 
 import asyncio
 import contextlib
 import logging
-import os
 from urllib.parse import urlsplit
 
 import pytest
 import pytest_asyncio
 from channels.layers import get_channel_layer
 from channels_redis.utils import create_pool
+from django.conf import settings as django_settings
 from redis.asyncio import Redis
 
 from tests.realtime.conftest import (
@@ -19,11 +19,10 @@ from tests.realtime.conftest import (
     longest_layer_timeout,
     play_and_undo,
     receive_until,
-    redis_only,
 )
 from web.consumers import UNAVAILABLE
 
-pytestmark = [redis_only, pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
 # How long after its connection is lost a feed closes its sockets: redis-py's reconnection
 # attempts (refused at once here) and the reader's poll.
@@ -56,10 +55,10 @@ class RedisBehind:
     async def start(self) -> str:
         self.server = await asyncio.start_server(self._relay, "127.0.0.1", 0)
         port = self.server.sockets[0].getsockname()[1]
-        return f"redis://127.0.0.1:{port}/{urlsplit(os.environ['REDIS_URL']).path.strip('/')}"
+        return f"redis://127.0.0.1:{port}/{urlsplit(django_settings.REDIS_URL).path.strip('/')}"
 
     async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        target = urlsplit(os.environ["REDIS_URL"])
+        target = urlsplit(django_settings.REDIS_URL)
         up_reader, up_writer = await asyncio.open_connection(target.hostname, target.port)
         self.writers += [writer, up_writer]
 

@@ -30,7 +30,6 @@ from tests.conftest import (
     fog_over_the_goblin,
     held_hit,
     make_user,
-    postgres_only,
 )
 from tests.pages.test_fragment_cache import (
     a_players_roll,
@@ -217,7 +216,6 @@ def commit_elsewhere(world: World) -> None:
     assert row.status == ToolInvocation.Status.COMMITTED, row.error
 
 
-@postgres_only
 async def test_a_drawing_gives_its_connection_back(world: World):
     """The drawing runs in a thread of the executor's pool, which outlives it: its connection
     goes back to the connection pool when it ends, not to stay with the thread."""

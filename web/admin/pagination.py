@@ -20,10 +20,10 @@ ESTIMATE_SQL = """
 
 
 class EstimatedCountPaginator(Paginator):
-    """On PostgreSQL an unfiltered list takes its count from the table statistics, because an
-    exact COUNT(*) scans the whole table (MVCC keeps no row count). Filtered lists are counted
-    exactly: every admin filter is backed by an index, so that count is an index scan. Below
-    `exact_below` rows, on other databases, or before the first ANALYZE, the count is exact."""
+    """An unfiltered list takes its count from the table statistics, because an exact COUNT(*)
+    scans the whole table (MVCC keeps no row count). Filtered lists are counted exactly: every
+    admin filter is backed by an index, so that count is an index scan. Below `exact_below`
+    rows, or before the first ANALYZE, the count is exact."""
 
     exact_below = 100_000
 
@@ -38,10 +38,8 @@ class EstimatedCountPaginator(Paginator):
         queryset = self.object_list
         if not isinstance(queryset, QuerySet) or queryset.query.has_filters():
             return None
-        connection = connections[queryset.db]
-        if connection.vendor != "postgresql":
-            return None
-        with connection.cursor() as cursor:
+        # The planner's estimate: no ORM expression reads pg_class.
+        with connections[queryset.db].cursor() as cursor:
             cursor.execute(ESTIMATE_SQL, [queryset.model._meta.db_table])
             row = cursor.fetchone()
         return row[0] if row else None

@@ -1,8 +1,9 @@
 """Count the approval prompts a scripted 30-turn session asks under each policy: the
 approval-fatigue measure the default policy was chosen from (docs/architecture.md#approval-fatigue).
 
-    DATABASE_URL=sqlite:////tmp/fatigue.sqlite3 .venv/bin/python manage.py migrate
-    DATABASE_URL=sqlite:////tmp/fatigue.sqlite3 .venv/bin/python manage.py approval_fatigue
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/fatigue .venv/bin/python manage.py migrate
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/fatigue .venv/bin/python manage.py \
+        approval_fatigue
 
 Deterministic: the same session, call for call, under every policy — the tool calls a GM makes
 in an evening of two fights (scene, moves, fog, initiative, blows to goblins and to the party,
@@ -183,7 +184,7 @@ class Command(BaseCommand):
             raise CommandError(
                 "This database holds campaigns, and the session's log would stay beside them "
                 "(the log is append-only): run it on a scratch database, e.g. "
-                "DATABASE_URL=sqlite:////tmp/fatigue.sqlite3 (migrate it first)."
+                "DATABASE_URL=postgres://…/fatigue (created and migrated first)."
             )
         tag = uuid.uuid4().hex[:8]
         turns = len(session())

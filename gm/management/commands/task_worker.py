@@ -1,6 +1,6 @@
 """`manage.py task_worker`: django-tasks-db's worker (`db_worker`, every option of it), woken by
-the enqueue on PostgreSQL instead of polling the queue (`gm.wakeup`); on other databases it polls
-every `--interval` seconds, as `db_worker` does. The Procfile's `worker:` runs it.
+the enqueue (PostgreSQL's NOTIFY, `gm.wakeup`) instead of polling the queue. The Procfile's
+`worker:` runs it.
 
 It runs up to `--threads` jobs at once, each on a thread of its own: a GM turn holds its job for
 its whole stream, mostly waiting on the model, so one process carries several turns (a process
@@ -27,15 +27,13 @@ from types import FrameType
 from typing import Any
 
 from django.db import close_old_connections, connections, router
-from django.db.models import Q, QuerySet
-from django.db.utils import OperationalError
+from django.db.models import QuerySet
 from django.utils import timezone
 from django_tasks_db.compat import TaskResultStatus
 from django_tasks_db.management.commands import db_worker
 from django_tasks_db.models import DBTaskResult, get_date_max
-from django_tasks_db.utils import exclusive_transaction, is_locked_database_exception
+from django_tasks_db.utils import exclusive_transaction
 
-from core.prepared import prepared
 from gm.wakeup import Wakeup, seconds_until
 
 logger = logging.getLogger("django_tasks_db")
@@ -51,28 +49,22 @@ def _queue(backend_name: str, queues: list[str] | None, excluded: list[str]) -> 
     return tasks
 
 
-# A worker looks at the queue after every wake-up and every job it ends: its two reads are
-# compiled once (core/prepared.py). `now` and `date_max` are arguments, as a prepared read's
-# values must be, so the first is django-tasks-db's `DBTaskResultQuerySet.ready()` as of now
-# (a job for now, or one due by now) and `get_locked()` (the first, locked, skipping the
-# locked ones).
-_next_ready = prepared(
-    lambda backend_name, queues, excluded, now, date_max: (
+def _next_ready(backend_name: str, queues: list[str] | None, excluded: list[str]) -> Any:
+    """django-tasks-db's `ready()` and `get_locked()`: the first job due now, locked, skipping
+    the locked ones; or None."""
+    return _queue(backend_name, queues, excluded).ready().get_locked()
+
+
+def _first_due(backend_name: str, queues: list[str] | None, excluded: list[str]) -> Any:
+    """When the job scheduled first for later is due, or None."""
+    return (
         _queue(backend_name, queues, excluded)
         .filter(status=TaskResultStatus.READY)
-        .filter(Q(run_after=date_max) | Q(run_after__lte=now))
-        .select_for_update(skip_locked=True)[:1]
-    )
-)
-_first_due = prepared(
-    lambda backend_name, queues, excluded, date_max: (
-        _queue(backend_name, queues, excluded)
-        .filter(status=TaskResultStatus.READY)
-        .exclude(run_after=date_max)
+        .exclude(run_after=get_date_max())
         .order_by("run_after")
-        .values_list("run_after", flat=True)[:1]
+        .values_list("run_after", flat=True)
+        .first()
     )
-)
 
 
 class WakingWorker(db_worker.Worker):
@@ -96,25 +88,18 @@ class WakingWorker(db_worker.Worker):
         queues = None if self.process_all_queues else list(self.queue_names)
         return self.backend_name, queues, list(self.excluded_queue_names or [])
 
-    def claim_next(self) -> tuple[DBTaskResult | None, bool]:
-        """The next ready job, claimed for this worker (None if there is none), and whether the
-        queue could be read (SQLite may be locked by a writer: then the worker tries later)."""
+    def claim_next(self) -> DBTaskResult | None:
+        """The next ready job, claimed for this worker (None if there is none)."""
         with exclusive_transaction(self.alias):
-            try:
-                task_result = _next_ready.first(*self.queue_of(), timezone.now(), get_date_max())
-                if task_result is not None:
-                    task_result.claim(self.worker_id)
-                return task_result, True
-            except OperationalError as e:
-                if is_locked_database_exception(e):
-                    return None, False
-                raise
+            task_result = _next_ready(*self.queue_of())
+            if task_result is not None:
+                task_result.claim(self.worker_id)
+            return task_result
 
     def idle_wait(self, wakeup: Wakeup) -> float:
         """How long to sleep with nothing ready: until the job scheduled first is due, and at
         most `wait_max` when an enqueue can wake the worker, `interval` when it cannot."""
-        due = _first_due(*self.queue_of(), get_date_max())
-        self.due = due[0] if due else None
+        self.due = _first_due(*self.queue_of())
         return self.wait_until_due(wakeup)
 
     def wait_until_due(self, wakeup: Wakeup) -> float:
@@ -153,10 +138,10 @@ class WakingWorker(db_worker.Worker):
         while self.running:
             close_old_connections()  # dropped or expired connections, after a wait
             room = self.busy() < self.threads and not self._claims_done()
-            task_result, read = (None, True)
+            task_result = None
             if room and look:
-                task_result, read = self.claim_next()
-                look = task_result is not None or not read
+                task_result = self.claim_next()
+                look = task_result is not None
             if task_result is not None:
                 self._start(pool, task_result)
                 continue  # room for another, perhaps: claim before any wait
@@ -164,7 +149,7 @@ class WakingWorker(db_worker.Worker):
                 if self._claims_done():
                     logger.info("Ran %d tasks on %s - exiting.", self._claimed, self.worker_id)
                     return
-                if self.batch and read:
+                if self.batch:
                     logger.info("No more tasks to run for worker_id=%s - exiting.", self.worker_id)
                     return
             # Room and nothing ready: until a job is written or due (the queue says when, after
@@ -256,16 +241,14 @@ def pool_sized(alias: str, threads: int) -> None:
     if not isinstance(pool, dict) or pool.get("max_size", 0) >= 2 * threads + 1:
         return
     pool["max_size"] = 2 * threads + 1
-    connection = connections[alias]
-    if alias in getattr(connection, "_connection_pools", {}):  # opened already (by a check)
-        connection.close_pool()  # the next connection opens it again, larger
+    connections[alias].close_pool()  # if a check opened it: the next connection opens it larger
 
 
 MAX_THREADS = 64
 
 
 class Command(db_worker.Command):
-    help = "Run a database background worker, woken by the enqueue on PostgreSQL"
+    help = "Run a database background worker, woken by the enqueue"
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         super().add_arguments(parser)
@@ -273,8 +256,8 @@ class Command(db_worker.Command):
             "--wait-max",
             type=db_worker.valid_interval,
             default=10.0,
-            help="On PostgreSQL, the longest an idle worker waits for a NOTIFY before it looks at "
-            "the queue anyway (default: %(default)r); --interval is the poll elsewhere",
+            help="The longest an idle worker waits for a NOTIFY before it looks at the queue "
+            "anyway (default: %(default)r); --interval is the poll while it cannot listen",
         )
         parser.add_argument(
             "--threads",
