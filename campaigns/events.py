@@ -8,53 +8,37 @@ same types and fields, and the page's scripts subscribe to these types only
 here, a row there, and an `event(...)` in the service that makes the change.
 """
 
-from dataclasses import dataclass, fields
 from functools import cache
-from types import UnionType
-from typing import Any, ClassVar, Self, Union, get_args, get_origin, get_type_hints
+from typing import Any, ClassVar, Self
+
+import msgspec
+
+_fields = cache(msgspec.structs.fields)
 
 
-@dataclass(frozen=True, kw_only=True)
-class Event:
-    """The data of one event. `type` is the envelope's; the fields in `optional` are left out of
-    the data when not given (None)."""
+class Event(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The data of one event. `type` is the envelope's; a field with a default (None) is left
+    out of the data while it holds it."""
 
     type: ClassVar[str]
-    optional: ClassVar[frozenset[str]] = frozenset()
 
     def data(self) -> dict[str, Any]:
-        """The envelope's `data`, in the fields' order."""
-        values = ((f.name, getattr(self, f.name)) for f in fields(self))
-        return {n: v for n, v in values if v is not None or n not in self.optional}
+        """The envelope's `data`, in the fields' order, its values as given: a value JSON cannot
+        carry fails where the envelope is encoded instead of being turned into another here."""
+        values = ((f.name, f.required, getattr(self, f.name)) for f in _fields(type(self)))
+        return {name: value for name, required, value in values if required or value is not None}
 
     @classmethod
     def from_wire(cls, data: dict[str, Any]) -> Self:
-        """The data as a client reads it (JSON), checked: a field unknown or missing, or a
-        value its field's type does not take, raises TypeError."""
-        payload = cls(**data)
-        hints = _hints(cls)
-        wrong = [f.name for f in fields(cls) if not _takes(hints[f.name], getattr(payload, f.name))]
-        if wrong:
-            raise TypeError(f"{cls.type}: {', '.join(wrong)} of the wrong type in {data!r}")
-        return payload
+        """The data as a client reads it (JSON), checked by msgspec's strict rules (a bool is
+        not an int, a string not a number): a field unknown, missing or mistyped raises
+        TypeError, as making the event with it would."""
+        try:
+            return msgspec.convert(data, cls)
+        except msgspec.ValidationError as error:
+            raise TypeError(f"{cls.type}: {error}") from error
 
 
-@cache
-def _hints(cls: type[Event]) -> dict[str, Any]:
-    return get_type_hints(cls)
-
-
-def _takes(hint: Any, value: Any) -> bool:
-    """Whether `value` is of the type `hint` names (a container's items are not looked into)."""
-    if hint is Any:
-        return True
-    if get_origin(hint) in (Union, UnionType):
-        return any(_takes(arm, value) for arm in get_args(hint))
-    kind = get_origin(hint) or hint
-    return isinstance(value, kind) and not (kind is int and isinstance(value, bool))
-
-
-@dataclass(frozen=True, kw_only=True)
 class Hello(Event):
     """The first event on every socket, for it alone: the envelope's `seq` is the campaign's
     last event when the socket joined."""
@@ -62,7 +46,6 @@ class Hello(Event):
     type = "hello"
 
 
-@dataclass(frozen=True, kw_only=True)
 class MessageCreated(Event):
     """A chat message; `gm` is "queued" when the GM will answer it."""
 
@@ -74,7 +57,6 @@ class MessageCreated(Event):
     gm: str | None
 
 
-@dataclass(frozen=True, kw_only=True)
 class GMTurnStarted(Event):
     type = "gm_turn_started"
     actor: str
@@ -82,13 +64,11 @@ class GMTurnStarted(Event):
     attempt: int
 
 
-@dataclass(frozen=True, kw_only=True)
 class GMTextDelta(Event):
     type = "gm_text_delta"
     text: str
 
 
-@dataclass(frozen=True, kw_only=True)
 class GMTurnCompleted(Event):
     type = "gm_turn_completed"
     status: str
@@ -100,22 +80,19 @@ class GMTurnCompleted(Event):
     cancelled_by: str | None
 
 
-@dataclass(frozen=True, kw_only=True)
 class StateChanged(Event):
     """An entity's fields now (absolute values; None once it is gone). A tool call's names the
     facet it wrote and whether the row was deleted; set-up by people sends a row of `/state/`
     whole, without either."""
 
     type = "state_changed"
-    optional = frozenset({"facet", "deleted"})
     entity: str
     id: int | str
-    facet: str | None = None
     fields: dict[str, Any] | None
+    facet: str | None = None
     deleted: bool | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
 class MemberAdded(Event):
     type = "member_added"
     user_id: int
@@ -124,7 +101,6 @@ class MemberAdded(Event):
     can_revert_any: bool
 
 
-@dataclass(frozen=True, kw_only=True)
 class InvocationReverted(Event):
     """One call reverted; `state`: the restored entities, as `state_changed` names them."""
 
@@ -135,7 +111,6 @@ class InvocationReverted(Event):
     reason: str
 
 
-@dataclass(frozen=True, kw_only=True)
 class InteractionReverted(Event):
     """A turn undone: the calls reverted, newest first, and the restored entities."""
 
@@ -147,7 +122,6 @@ class InteractionReverted(Event):
     reason: str
 
 
-@dataclass(frozen=True, kw_only=True)
 class ApprovalRequested(Event):
     """A call waits for a person: what the approval card shows."""
 
@@ -164,7 +138,6 @@ class ApprovalRequested(Event):
     expires_at: str
 
 
-@dataclass(frozen=True, kw_only=True)
 class ApprovalResolved(Event):
     """A held call answered (approved, rejected, expired), and how an approved one ran."""
 
@@ -180,7 +153,6 @@ class ApprovalResolved(Event):
     error: str
 
 
-@dataclass(frozen=True, kw_only=True)
 class DiceRolled(Event):
     type = "dice_rolled"
     id: int

@@ -234,8 +234,9 @@ class Creature(models.Model):
 
 class MapBackground(models.Model):
     """The battle map's background image, uploaded by the GM (`campaign_map_set`): the bytes
-    in the database (no process keeps files of its own), the content type its own header
-    proves (`campaigns.images.sniff`), served to members only."""
+    in the database (no process keeps files of its own) as Pillow wrote them again, and the
+    content type the content proved (`campaigns.images.checked_image`), served to members
+    only."""
 
     campaign = models.OneToOneField(
         Campaign, primary_key=True, on_delete=models.CASCADE, related_name="map_background"

@@ -20,7 +20,7 @@ from django.utils import timezone
 from guardian.shortcuts import assign_perm, remove_perm
 
 from campaigns.events import DiceRolled, Event, MemberAdded, MessageCreated, StateChanged
-from campaigns.images import sniff
+from campaigns.images import Image, checked_image
 from campaigns.models import (
     ApprovalPolicyChange,
     Campaign,
@@ -275,28 +275,23 @@ def campaign_map_set(
 ) -> Campaign:
     """The GM (the owner or a co-GM: `require_gm`) sets the battle map: its grid, cols × rows
     cells (MAP_MIN_SIDE to MAP_MAX_SIDE each), which stays as set, and its background image,
-    checked by `campaigns.images.sniff` (type by its own header, size, sides) or taken away.
+    checked and written anew by `campaigns.images.checked_image` (type by its content, size,
+    sides, decoded whole, metadata left behind) or taken away.
     Told to the table as a `state_changed` of the entity `map`."""
     with recording_denials(user=by, ip=ip):
         require_gm(campaign=campaign, user=by, action="campaign_map_set")
     for side, value in (("cols", cols), ("rows", rows)):
         if value is not None and not MAP_MIN_SIDE <= value <= MAP_MAX_SIDE:
             raise InvalidInput(f"{side} must be {MAP_MIN_SIDE} to {MAP_MAX_SIDE}; got {value}.")
-    image = sniff(background) if background is not None else None
+    image = checked_image(background) if background is not None else None
     return _map_set(
-        campaign=campaign,
-        by=by,
-        cols=cols,
-        rows=rows,
-        image=image,
-        data=background,
-        remove=remove_background,
+        campaign=campaign, by=by, cols=cols, rows=rows, image=image, remove=remove_background
     )
 
 
 @transaction.atomic
 def _map_set(
-    *, campaign: Campaign, by: Any, cols: Any, rows: Any, image: Any, data: Any, remove: bool
+    *, campaign: Campaign, by: Any, cols: Any, rows: Any, image: Image | None, remove: bool
 ) -> Campaign:
     locked = Campaign.objects.select_for_update().get(pk=campaign.pk)
     locked.map_cols = cols or locked.map_cols
@@ -309,7 +304,7 @@ def _map_set(
             campaign=locked,
             defaults={
                 "content_type": image.content_type,
-                "data": data,
+                "data": image.data,
                 "width": image.width,
                 "height": image.height,
                 "version": (current.version + 1) if current else 1,

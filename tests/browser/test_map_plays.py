@@ -59,7 +59,7 @@ def test_background_refused_drag_stack_picker_and_the_gms_next_turn(
         for page in (player, owner):
             open_table(page, world.campaign.pk)
 
-        # The background, served to a member with the type its header proved.
+        # The background, served to a member with the type its content proved.
         image = player.locator("#map .map-background")
         expect(image).to_have_count(1)
         served = player.evaluate(

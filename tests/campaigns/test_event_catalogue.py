@@ -3,9 +3,9 @@ sends nothing else, an event is made with exactly its class's fields, of their t
 documentation and the page's scripts name no event it lacks."""
 
 import re
-from dataclasses import dataclass, fields
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from audit.models import SkipReason
@@ -24,7 +24,10 @@ SCRIPTS = {
 def catalogued() -> dict[str, tuple[set[str], set[str]]]:
     """Each type's (required fields, fields left out when they do not apply)."""
     return {
-        name: ({f.name for f in fields(cls)} - cls.optional, set(cls.optional))
+        name: (
+            {f.name for f in msgspec.structs.fields(cls) if f.required},
+            {f.name for f in msgspec.structs.fields(cls) if not f.required},
+        )
         for name, cls in CATALOGUE.items()
     }
 
@@ -108,26 +111,28 @@ def test_the_scripts_compare_sources_and_skip_reasons_only_with_their_vocabulari
 
 @pytest.mark.parametrize("cls", CATALOGUE.values(), ids=list(CATALOGUE))
 def test_an_event_made_with_a_field_it_does_not_have_is_refused(cls: type[Event]):
-    with pytest.raises(TypeError, match="unexpected keyword argument 'colour'"):
+    with pytest.raises(TypeError, match="Unexpected keyword argument 'colour'"):
         cls(colour="red")
 
 
 def test_data_read_from_the_wire_is_refused_with_a_field_unknown_missing_or_mistyped():
     said = {"id": 1, "role": "player", "content": "Hi", "author": "alice", "gm": None}
     assert MessageCreated.from_wire(said).data() == said
-    with pytest.raises(TypeError, match="colour"):
+    with pytest.raises(TypeError, match="message_created: .* unknown field `colour`"):
         MessageCreated.from_wire({**said, "colour": "red"})
-    with pytest.raises(TypeError, match="gm"):
+    with pytest.raises(TypeError, match="missing required field `gm`"):
         MessageCreated.from_wire({k: v for k, v in said.items() if k != "gm"})
-    with pytest.raises(TypeError, match="message_created: id, author of the wrong type"):
-        MessageCreated.from_wire({**said, "id": "1", "author": 7})
-    with pytest.raises(TypeError, match="id of the wrong type"):
+    with pytest.raises(TypeError, match=r"Expected `int`, got `str` - at `\$.id`"):
+        MessageCreated.from_wire({**said, "id": "1"})
+    with pytest.raises(TypeError, match=r"Expected `str \| null`, got `int` - at `\$.author`"):
+        MessageCreated.from_wire({**said, "author": 7})
+    with pytest.raises(TypeError, match=r"Expected `int`, got `bool` - at `\$.id`"):
         MessageCreated.from_wire({**said, "id": True})
 
 
 def test_a_value_of_the_wrong_type_fails_where_the_event_is_made():
     """Under the tests every event is read back as a client reads it (`ROUND_TRIP_JSON`)."""
-    with pytest.raises(TypeError, match="gm_text_delta: text of the wrong type"):
+    with pytest.raises(TypeError, match=r"gm_text_delta: Expected `str`, got `int` - at `\$.text`"):
         event(GMTextDelta(text=5), source=Source.SYSTEM)
 
 
@@ -138,16 +143,14 @@ def test_an_optional_field_not_given_is_left_out_of_the_data():
         "fields": {"name": "Sewers"},
     }
     written = StateChanged(entity="creature", id="7", facet="", fields=None, deleted=True)
-    assert list(written.data()) == ["entity", "id", "facet", "fields", "deleted"]
+    assert list(written.data()) == ["entity", "id", "fields", "facet", "deleted"]
 
 
-@dataclass(frozen=True, kw_only=True)
 class SceneChanged(Event):
     type = "scene_changed"
     scene: str
 
 
-@dataclass(frozen=True, kw_only=True)
 class Impostor(Event):
     type = "state_changed"
     scene: str

@@ -13,7 +13,7 @@ from audit.models import SecurityEvent, ToolInvocation
 from campaigns.models import Campaign, Creature, Encounter, MapBackground
 from campaigns.selectors import nearest_free
 from tests.conftest import World, commit, dump, recorded_denial, signed_in
-from tests.images import png
+from tests.images import picture, png
 
 JSON = {"HTTP_ACCEPT": "application/json"}
 
@@ -165,8 +165,7 @@ def upload(name: str, data: bytes, content_type: str = "image/png") -> SimpleUpl
 
 
 def test_the_gm_uploads_a_background_members_see_it_with_a_safe_type(world: World):
-    image = png(8, 5)
-    response = set_map(signed_in(world.owner), world, background=upload("crypt.png", image))
+    response = set_map(signed_in(world.owner), world, background=upload("crypt.png", png(8, 5)))
     assert response.status_code == 201, response.content
     stored = MapBackground.objects.get(campaign=world.campaign)
     assert (stored.content_type, stored.width, stored.height, stored.version) == (
@@ -178,7 +177,7 @@ def test_the_gm_uploads_a_background_members_see_it_with_a_safe_type(world: Worl
     address = url(world, "map/background/")
     assert f'<image class="map-background" href="{address}?v=1"' in page(world, world.player)
     served = signed_in(world.other).get(address + "?v=1")
-    assert served.status_code == 200 and served.content == image
+    assert served.status_code == 200 and served.content == bytes(stored.data)  # Pillow's writing
     assert served["Content-Type"] == "image/png"
     assert served["X-Content-Type-Options"] == "nosniff"
     assert served["Content-Security-Policy"] == "default-src 'none'; sandbox"
@@ -192,6 +191,7 @@ def test_the_gm_uploads_a_background_members_see_it_with_a_safe_type(world: Worl
     [
         ("map.svg", b'<svg xmlns="http://www.w3.org/2000/svg"><script/></svg>', "image/svg+xml"),
         ("map.png", b"<html><script>alert(1)</script></html>", "image/png"),
+        ("map.png", picture("GIF"), "image/png"),
     ],
 )
 def test_anything_but_an_image_is_refused_whatever_it_is_called(
@@ -199,10 +199,17 @@ def test_anything_but_an_image_is_refused_whatever_it_is_called(
 ):
     response = set_map(signed_in(world.owner), world, background=upload(name, data, said))
     assert response.status_code == 422
-    assert response.json()["detail"] == (
-        "That file is not an image this map takes (PNG, JPEG or WebP)."
-    )
+    assert response.json()["detail"] == "That file is not a PNG, JPEG or WebP image."
     assert not MapBackground.objects.exists()
+
+
+def test_an_image_is_stored_and_served_as_what_it_is_whatever_it_is_called(world: World):
+    jpeg = picture("JPEG", 6, 4)
+    response = set_map(signed_in(world.owner), world, background=upload("map.png", jpeg))
+    assert response.status_code == 201, response.content
+    assert MapBackground.objects.get(campaign=world.campaign).content_type == "image/jpeg"
+    served = signed_in(world.player).get(url(world, "map/background/"))
+    assert served["Content-Type"] == "image/jpeg"
 
 
 def test_a_plain_post_of_a_bad_image_shows_the_page_with_the_refusal(world: World):
@@ -212,7 +219,7 @@ def test_a_plain_post_of_a_bad_image_shows_the_page_with_the_refusal(world: Worl
     assert response.status_code == 422
     html = response.content.decode()
     assert '<details class="setup-block" id="map-settings" open>' in html  # the refusal shows
-    assert "That file is not an image this map takes" in html
+    assert "That file is not a PNG, JPEG or WebP image." in html
 
 
 def test_the_gm_takes_the_background_away(world: World):

@@ -195,7 +195,7 @@ map_set = _form_view("map", _map_set)
 @require_GET
 def map_background(request: HttpRequest, campaign_id: Any) -> HttpResponse:
     """The map's background image, to members only (a stranger: 404, as for the campaign),
-    with the type its own header proved and nothing a browser could run or sniff otherwise."""
+    with the type its content proved and nothing a browser could run or sniff otherwise."""
     campaign = member_campaign(request, campaign_id)
     image = map_background_get(campaign=campaign)
     response = HttpResponse(bytes(image.data), content_type=image.content_type)
