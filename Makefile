@@ -49,16 +49,16 @@ bench: install-dev
 	$(BIN)/python bench/dispatch_overhead.py $(BENCH_ARGS)
 	$(BIN)/python bench/peer_overhead.py $(BENCH_ARGS)
 	$(BIN)/python bench/prepared_reads.py $(BENCH_ARGS)
-	REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:6379/4} $(BIN)/python bench/server_prepared.py $(BENCH_ARGS)
+	$(BIN)/python bench/server_prepared.py $(BENCH_ARGS)
 	$(BIN)/python bench/undo_scale.py $(BENCH_ARGS)
-	REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:6379/4} $(BIN)/python bench/ws_fanout.py $(BENCH_ARGS)
-	REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:6379/4} $(BIN)/python bench/table_load.py $(BENCH_ARGS)
-	REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:6379/4} $(BIN)/python bench/capacity.py $(BENCH_ARGS)
-	REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:6379/4} $(BIN)/python bench/asgi_handler.py $(BENCH_ARGS)
-	REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:6379/4} $(BIN)/python bench/asgi_servers.py $(BENCH_ARGS)
+	$(BIN)/python bench/ws_fanout.py $(BENCH_ARGS)
+	$(BIN)/python bench/table_load.py $(BENCH_ARGS)
+	$(BIN)/python bench/capacity.py $(BENCH_ARGS)
+	$(BIN)/python bench/asgi_handler.py $(BENCH_ARGS)
+	$(BIN)/python bench/asgi_servers.py $(BENCH_ARGS)
 	$(BIN)/python bench/admin_changelist.py $(BENCH_ARGS)
 	$(BIN)/python bench/analytics_scale.py $(BENCH_ARGS)
-	REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:6379/4} $(BIN)/python bench/gm_throughput.py $(BENCH_ARGS)
+	$(BIN)/python bench/gm_throughput.py $(BENCH_ARGS)
 
 bench-smoke: BENCH_ARGS = --smoke
 bench-smoke: bench
