@@ -214,16 +214,17 @@ class Page:
       hand (made, and undone) are sent (feed.js's entrySent fills the place held for it, or
       keeps it until the event holds one; `html` null -> GET feed/?roll= or ?change=).
     - feed.js: `gm_text_delta` -> ?turn= unless the turn is drawn with its streaming slot,
-      or a fetch of it is on its way, or the server is to send it; `dice_rolled` -> ?turn= for
-      a GM's roll, else its place held once (the roller's page holds it when the API answered:
-      dice.js); `state_changed` from a person (`source` user) -> ?turn= for a known turn, else
-      the change's place held once, or ?added=<creature> once for a creature made by set-up;
-      `invocation_reverted` -> ?turn= for a known
-      turn; `interaction_reverted` -> ?turn= of every later drawn
-      turn with calls when it undid more than one call. A turn is known when
-      drawn or asked for. One ?turn= per turn is on its way at a time (refreshTurn): an event
-      that asks meanwhile gets one more after it, unless the drawing that arrives reflects that
-      event already (its `data-seq` >= the event's seq).
+      or a fetch of it is on its way, or the server is to send it, or its drawing (or its last
+      fetch for streamed words) is as new as the newest event but streamed words (bus.js's
+      lastDrawnSeq, `resynced`'s seq included): at most once per such event; `dice_rolled` ->
+      ?turn= for a GM's roll, else its place held once (the roller's page holds it when the API
+      answered: dice.js); `state_changed` from a person (`source` user) -> ?turn= for a known
+      turn, else the change's place held once, or ?added=<creature> once for a creature made by
+      set-up; `invocation_reverted` -> ?turn= for a known turn; `interaction_reverted` ->
+      ?turn= of every later drawn turn with calls when it undid more than one call. A turn is
+      known when drawn or asked for. One ?turn= per turn is on its way at a time
+      (refreshTurn): an event that asks meanwhile gets one more after it, unless the drawing
+      that arrives reflects that event already (its `data-seq` >= the event's seq).
     - approval.js: after `approval_requested` and `approval_resolved` the server sends the card
       (approvalSent; timed as the board is; `html` null -> GET approvals/); `resynced` -> GET
       approvals/, and so does the GM's answer once the API has answered it.
@@ -271,6 +272,8 @@ class Page:
         self.turn_due: dict[int, list[tuple[int, float]]] = defaultdict(list)  # as board_due
         self.approvals_due: list[tuple[int, float]] = []  # as board_due, for the card
         self.placed_at: dict[int, int] = {}  # feed.js's `placedAt`: a turn's drawing's data-seq
+        self.drawn_seq = -math.inf  # bus.js's lastDrawnSeq: the newest event but streamed words
+        self.words_asked: dict[int, float] = {}  # feed.js's `wordsAsked`
 
     # feed.js
     def known(self, turn: int | None) -> bool:
@@ -400,6 +403,17 @@ class Page:
         self.placed_at[turn] = seq
         return True
 
+    def words_ask_for(self, turn: int) -> bool:
+        """feed.js's wordsAskFor: streamed words with no place in the turn's drawing fetch it
+        once per event that may change it, and only while its drawing predates that event."""
+        if turn in self.on_their_way or turn in self.sending:
+            return False
+        drawn = max(self.placed_at.get(turn, -math.inf), self.words_asked.get(turn, -math.inf))
+        if drawn >= self.drawn_seq:
+            return False
+        self.words_asked[turn] = self.drawn_seq
+        return True
+
     def to_be_sent(self, turn: int, seq: int) -> None:
         self.asked.add(turn)
         if self.placed_at.get(turn, -1) < seq:
@@ -505,13 +519,16 @@ class Page:
             return None
         self.draw(html)
         await self.refresh_board()
-        self.emit({"type": "resynced"})
-        return int(SEQ.search(html)[1])
+        seq = int(SEQ.search(html)[1])
+        self.emit({"type": "resynced", "seq": seq})
+        return seq
 
     def emit(self, event: dict[str, Any]) -> None:
         """Every module's handlers of this event's type, in the page's import order."""
         kind, turn, data = event["type"], event.get("turn"), event.get("data") or {}
         seq = event.get("seq", math.inf)
+        if kind != "gm_text_delta":  # bus.js's lastDrawnSeq
+            self.drawn_seq = max(self.drawn_seq, seq)
         if kind in ("state_changed", "invocation_reverted", "interaction_reverted", "member_added"):
             self.board_due.append((event["seq"], time.time()))  # the server sends it
         if kind == "message_created":
@@ -521,7 +538,7 @@ class Page:
                 self.to_be_sent(turn, seq)
         elif kind == "gm_text_delta":
             drawn = self.turns.get(turn)
-            if not (drawn and drawn.streaming) and turn not in self.on_their_way | self.sending:
+            if not (drawn and drawn.streaming) and self.words_ask_for(turn):
                 self.refresh_turn(turn, seq)
         elif kind == "gm_turn_completed":
             self.to_be_sent(turn, seq)

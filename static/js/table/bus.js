@@ -12,11 +12,20 @@
 
 const handlers = new Map();
 
+// The number of the newest event that may have changed what the server draws: any but the GM's
+// streamed words, which raise no drawing's number (the campaign's `drawn_seq`,
+// web/pages/fragments.py). A drawing of that number or later is as new as the page knows of.
+let drawnSeq = -Infinity;
+export const lastDrawnSeq = () => drawnSeq;
+
 export function on(type, handler) {
   if (!handlers.has(type)) handlers.set(type, []);
   handlers.get(type).push(handler);
 }
 
 export function emit(event) {
+  if (event.type !== "gm_text_delta" && Number.isFinite(event.seq)) {
+    drawnSeq = Math.max(drawnSeq, event.seq);
+  }
   for (const handler of handlers.get(event.type) ?? []) handler(event);
 }

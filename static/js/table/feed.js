@@ -5,7 +5,7 @@
 // sends a player's roll and a change made outside any turn (`entrySent`). The one thing it
 // writes itself is the GM's narration as it streams, into the hidden message the server drew.
 
-import { on } from "./bus.js";
+import { lastDrawnSeq, on } from "./bus.js";
 import { $, $$, PAGE, fetchHTML, fragment } from "./http.js";
 
 export const feed = () => $("#feed");
@@ -25,6 +25,7 @@ const fetching = new Set(); // turn ids with a request on its way
 const again = new Map(); // turn id -> the newest event its drawing on its way must also reflect
 const sending = new Set(); // turn ids the server is to send (an event said so)
 const placedAt = new Map(); // turn id -> the event number its drawing on the page was drawn at
+const wordsAsked = new Map(); // turn id -> the event number it was last fetched at for its words
 
 // The event number the turn on the page was drawn at (its `data-seq`), or -Infinity.
 function drawnAt(turnId) {
@@ -247,6 +248,19 @@ on("gm_turn_started", ({ turn, data, seq }) => {
   toBeSent(turn, seq);
 });
 
+// Streamed words the turn's drawing has no place for ask for the turn, unless a drawing of it
+// is on its way, or the one on the page is as new as the newest event that may change it (the
+// words do not: `lastDrawnSeq`): then it shows the turn as the server draws it now, finished or
+// undone (a drawing sent after a later event may arrive before the words), and a fetch would
+// bring the same drawing. So words fetch a turn at most once per event that may change it.
+function wordsAskFor(turnId) {
+  const at = lastDrawnSeq();
+  if (fetching.has(turnId) || sending.has(turnId)) return false;
+  if (Math.max(drawnAt(turnId), wordsAsked.get(turnId) ?? -Infinity) >= at) return false;
+  wordsAsked.set(turnId, at);
+  return true;
+}
+
 on("gm_text_delta", ({ turn, data }) => {
   streamed.set(turn, (streamed.get(turn) ?? "") + data.text);
   const block = turnNode(turn);
@@ -254,7 +268,7 @@ on("gm_text_delta", ({ turn, data }) => {
   keepingScroll(() => {
     shown = Boolean(block) && showStream(block, turn);
   });
-  if (!shown && !fetching.has(turn) && !sending.has(turn)) refreshTurn(turn);
+  if (!shown && wordsAskFor(turn)) refreshTurn(turn);
 });
 
 on("gm_turn_completed", ({ turn, seq }) => toBeSent(turn, seq));
