@@ -2,11 +2,10 @@
 
 from typing import Any
 
-from django.core.exceptions import ObjectDoesNotExist, ValidationError
+from django.core.exceptions import ValidationError
 from django.db.models import Model, QuerySet
 
 from core.errors import NotFound
-from core.prepared import prepared
 
 
 def get_or_not_found(queryset: QuerySet, **filters: Any) -> Model:
@@ -20,17 +19,8 @@ def get_or_not_found(queryset: QuerySet, **filters: Any) -> Model:
 
 def locked_if(queryset: QuerySet, lock: bool, **options: Any) -> QuerySet:
     """`queryset` with `select_for_update(**options)` when `lock`: a read that serves both the
-    writers (who lock) and the pages (who do not), compiled once per value of the flag."""
+    writers (who lock) and the pages (who do not)."""
     return queryset.select_for_update(**options) if lock else queryset
-
-
-def read_or_not_found(read: prepared, *args: Any) -> Any:
-    """The one row a prepared read finds for `args`, or NotFound, as `get_or_not_found`
-    answers: a missing row and a malformed id read alike."""
-    try:
-        return read.get(*args)
-    except (ObjectDoesNotExist, ValidationError, ValueError, TypeError) as exc:
-        raise NotFound() from exc
 
 
 def with_rows(instance: Model, **related: list[Model]) -> Model:
