@@ -35,7 +35,6 @@ from django_tasks_db.management.commands import db_worker
 from django_tasks_db.models import DBTaskResult, get_date_max
 from django_tasks_db.utils import exclusive_transaction, is_locked_database_exception
 
-from core.prepared import prepared
 from gm.wakeup import Wakeup, seconds_until
 
 logger = logging.getLogger("django_tasks_db")
@@ -51,28 +50,32 @@ def _queue(backend_name: str, queues: list[str] | None, excluded: list[str]) -> 
     return tasks
 
 
-# A worker looks at the queue after every wake-up and every job it ends: its two reads are
-# compiled once (core/prepared.py). `now` and `date_max` are arguments, as a prepared read's
-# values must be, so the first is django-tasks-db's `DBTaskResultQuerySet.ready()` as of now
-# (a job for now, or one due by now) and `get_locked()` (the first, locked, skipping the
-# locked ones).
-_next_ready = prepared(
-    lambda backend_name, queues, excluded, now, date_max: (
+# A worker looks at the queue after every wake-up and every job it ends, with these two reads.
+# The first is django-tasks-db's `DBTaskResultQuerySet.ready()` as of `now` (a job for now, or
+# one due by now) and `get_locked()` (the first, locked, skipping the locked ones).
+def _next_ready(
+    backend_name: str, queues: list[str] | None, excluded: list[str], now: Any, date_max: Any
+) -> DBTaskResult | None:
+    ready = (
         _queue(backend_name, queues, excluded)
         .filter(status=TaskResultStatus.READY)
         .filter(Q(run_after=date_max) | Q(run_after__lte=now))
         .select_for_update(skip_locked=True)[:1]
     )
-)
-_first_due = prepared(
-    lambda backend_name, queues, excluded, date_max: (
+    return next(iter(ready), None)
+
+
+def _first_due(
+    backend_name: str, queues: list[str] | None, excluded: list[str], date_max: Any
+) -> datetime | None:
+    return (
         _queue(backend_name, queues, excluded)
         .filter(status=TaskResultStatus.READY)
         .exclude(run_after=date_max)
         .order_by("run_after")
-        .values_list("run_after", flat=True)[:1]
+        .values_list("run_after", flat=True)
+        .first()
     )
-)
 
 
 class WakingWorker(db_worker.Worker):
@@ -101,7 +104,7 @@ class WakingWorker(db_worker.Worker):
         queue could be read (SQLite may be locked by a writer: then the worker tries later)."""
         with exclusive_transaction(self.alias):
             try:
-                task_result = _next_ready.first(*self.queue_of(), timezone.now(), get_date_max())
+                task_result = _next_ready(*self.queue_of(), timezone.now(), get_date_max())
                 if task_result is not None:
                     task_result.claim(self.worker_id)
                 return task_result, True
@@ -113,8 +116,7 @@ class WakingWorker(db_worker.Worker):
     def idle_wait(self, wakeup: Wakeup) -> float:
         """How long to sleep with nothing ready: until the job scheduled first is due, and at
         most `wait_max` when an enqueue can wake the worker, `interval` when it cannot."""
-        due = _first_due(*self.queue_of(), get_date_max())
-        self.due = due[0] if due else None
+        self.due = _first_due(*self.queue_of(), get_date_max())
         return self.wait_until_due(wakeup)
 
     def wait_until_due(self, wakeup: Wakeup) -> float:
