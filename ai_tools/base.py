@@ -213,7 +213,7 @@ class ToolContext:
         post-state from the row as saved, without reading it again (the values a tool sets are
         those the database keeps: `tests/audit/test_invocation_dispatch.py` holds every example
         to what the database then holds). After this the call writes the row no other way."""
-        row.save(update_fields=fields)
+        entities.update_row(row, fields)
         self._written[(type(row), row.pk)] = row
 
     def written_rows(self) -> entities.Rows:
@@ -228,10 +228,9 @@ class ToolContext:
         elsewhere. Read once per call: `write_set` resolves it and `apply` reuses the row (the
         context lives for one call, inside its transaction, so the row cannot go stale)."""
         if creature_id not in self._creatures:
-            try:
-                creature = Creature.objects.get(campaign_id=self.campaign.pk, pk=creature_id)
-            except Creature.DoesNotExist:
-                raise ToolError(f"No creature with id {creature_id} in this campaign.") from None
+            creature = entities.select_row(Creature, creature_id, campaign_id=self.campaign.pk)
+            if creature is None:
+                raise ToolError(f"No creature with id {creature_id} in this campaign.")
             self._creatures[creature_id] = creature
         return self._creatures[creature_id]
 

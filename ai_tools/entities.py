@@ -7,11 +7,12 @@ other. That is what conflict detection compares, so damaging a creature and movi
 independent, while spawning it and later damaging it are not.
 """
 
+import functools
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from django.core.exceptions import ValidationError
-from django.db import models
+from django.db import DEFAULT_DB_ALIAS, connections, models
 
 from campaigns.models import (
     Achievement,
@@ -185,6 +186,92 @@ def loaded(entity_key: str, rows: Rows) -> dict[str, Any]:
     same fields, the same values (a row loaded from the database holds what `values()` reads)."""
     row = rows[_row_id(entity_key)]
     return {name: _to_json(getattr(row, name)) for name in kind_of(entity_key).field_names()}
+
+
+M = TypeVar("M", bound=models.Model)
+
+
+# The audited dispatch's hot path (the campaign lock, a tool's read and write of its target) in
+# plain SQL through `connection.cursor()`: at a few milliseconds a call, building and compiling
+# each statement's queryset cost the ORM more CPU than the rest of the call
+# (docs/performance.md#dispatch_overheadpy-what-the-write-ahead-log-costs). What is read comes
+# back as the ORM would hand it: `Model.from_db` over each field's `from_db_value`.
+
+
+def select_row(
+    model: type[M], pk: Any, *, campaign_id: Any = None, lock: bool = False, flags: str = ""
+) -> M | None:
+    """The row of `model` with this primary key (and of this campaign, if given), as
+    `Model.objects.filter(...).first()` reads it, or None; `lock`: FOR UPDATE. `flags`: SQL
+    boolean columns `<expression> AS <name>` read in the same statement, set on the row."""
+    db = connections[DEFAULT_DB_ALIAS]
+    reading = _reading(model)
+    sql = f"SELECT {reading.columns}{flags} FROM {reading.table} WHERE {reading.pk} = %s"
+    params = [model._meta.pk.get_db_prep_value(pk, db)]
+    if campaign_id is not None:
+        sql += f" AND {reading.campaign} = %s"
+        params.append(campaign_id)
+    with db.cursor() as cursor:
+        cursor.execute(sql + (" FOR UPDATE" if lock else ""), params)
+        values = cursor.fetchone()
+        names = [column.name for column in cursor.description[len(reading.fields) :]]
+    if values is None:
+        return None
+    count = len(reading.fields)
+    found = model.from_db(db.alias, reading.attnames, reading.convert(values[:count], db))
+    for name, value in zip(names, values[count:], strict=True):
+        setattr(found, name, value)
+    return found
+
+
+def update_row(row: models.Model, fields: Any) -> None:
+    """`row.save(update_fields=fields)`, in one statement of plain SQL."""
+    db = connections[DEFAULT_DB_ALIAS]
+    reading = _reading(type(row))
+    targets = [row._meta.get_field(name) for name in fields]
+    sets = ", ".join(f"{db.ops.quote_name(f.column)} = %s" for f in targets)
+    params = [f.get_db_prep_save(getattr(row, f.attname), db) for f in targets]
+    with db.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {reading.table} SET {sets} WHERE {reading.pk} = %s",
+            [*params, row._meta.pk.get_db_prep_value(row.pk, db)],
+        )
+        if cursor.rowcount != 1:
+            raise LookupError(f"{row._meta.label} {row.pk} is gone")
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """How to read every concrete field of a model in plain SQL."""
+
+    table: str
+    pk: str
+    campaign: str
+    columns: str
+    fields: tuple[Any, ...]
+
+    @property
+    def attnames(self) -> list[str]:
+        return [f.attname for f in self.fields]
+
+    def convert(self, values: Any, db: Any) -> list[Any]:
+        return [
+            f.from_db_value(v, None, db) if hasattr(f, "from_db_value") else v
+            for f, v in zip(self.fields, values, strict=True)
+        ]
+
+
+@functools.cache
+def _reading(model: type[models.Model]) -> _Reading:
+    meta, quote = model._meta, connections[DEFAULT_DB_ALIAS].ops.quote_name
+    fields = tuple(meta.concrete_fields)
+    return _Reading(
+        table=quote(meta.db_table),
+        pk=quote(meta.pk.column),
+        campaign=quote("campaign_id"),
+        columns=", ".join(quote(f.column) for f in fields),
+        fields=fields,
+    )
 
 
 def _from_json(model: type[models.Model], values: dict[str, Any]) -> dict[str, Any]:

@@ -6,7 +6,6 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models
-from django.db.models import Exists, OuterRef
 from django.dispatch import Signal
 
 from ai_tools import entities
@@ -65,10 +64,16 @@ def campaign_lock(campaign_id: Any) -> Campaign:
     Every writer of the fog holds this lock, so until the holder writes a fog cell itself
     that stays true for its whole transaction: a call that writes none knows, with no read,
     that players may see all of its events (`campaigns.realtime.broadcast_on_commit`)."""
-    return Campaign.objects.select_for_update().annotate(fog_in_play=_FOG).get(pk=campaign_id)
+    locked = entities.select_row(Campaign, campaign_id, lock=True, flags=_FOG)
+    if locked is None:
+        raise Campaign.DoesNotExist(f"No campaign {campaign_id}.")
+    return locked
 
 
-_FOG = Exists(FogCell.objects.filter(campaign_id=OuterRef("pk")))
+_FOG = (
+    f", EXISTS (SELECT 1 FROM {FogCell._meta.db_table} f "
+    f"WHERE f.campaign_id = {Campaign._meta.db_table}.id) AS fog_in_play"
+)
 
 
 def chain_position(campaign_id: Any) -> tuple[int, str]:
