@@ -209,14 +209,15 @@ class ToolContext:
         return rows
 
     def save(self, row: models.Model, fields: Any) -> None:
-        """`row.save(update_fields=fields)` for a row this call writes, which also reads the row
-        back as the database now holds it (in the same statement): the dispatch records the
-        post-state from it instead of reading the row again. After this the call writes the row
-        no other way."""
-        self._written[(type(row), row.pk)] = entities.update_returning(row, fields)
+        """`row.save(update_fields=fields)` for a row this call writes: the dispatch records the
+        post-state from the row as saved, without reading it again (the values a tool sets are
+        those the database keeps: `tests/audit/test_invocation_dispatch.py` holds every example
+        to what the database then holds). After this the call writes the row no other way."""
+        entities.update_row(row, fields)
+        self._written[(type(row), row.pk)] = row
 
     def written_rows(self) -> entities.Rows:
-        """The rows `save` wrote, as the database returned them: the post-state of their keys."""
+        """The rows `save` wrote: the post-state of their keys."""
         return self._written
 
     def record_created(self, kind: str, pk: Any) -> None:
@@ -295,12 +296,12 @@ class WriteTool(Tool):
     # Tools whose first example sets the stage for this tool's (combat before its next turn).
     example_setup: ClassVar[tuple[str, ...]] = ()
     # The SQL statements the audited dispatch of its first example runs in the example world
-    # beyond the log's fixed overhead, the same on every engine: the tool's own reads and
-    # writes, the log's read-back of each row it wrote that `ToolContext.save` did not return
-    # (a row it created), and the one read of what players may see of its events when they
-    # name a creature that may be hidden (by a facet, or a non-PC whole) and the fog is in play
-    # (the example world has none: the campaign lock tells the dispatch so). The statement-count
-    # test (tests/audit/test_statement_count.py) holds every dispatch to the overhead plus this.
+    # beyond the log's fixed overhead: the tool's own reads and writes, the log's read-back of
+    # each row it wrote other than through `ToolContext.save` (a row it created), and the one
+    # read of what players may see of its events when they name a creature that may be hidden
+    # (by a facet, or a non-PC whole) and the fog is in play (the example world has none: the
+    # campaign lock tells the dispatch so). The statement-count test
+    # (tests/audit/test_statement_count.py) holds every dispatch to the overhead plus this.
     example_statements: ClassVar[int | None] = None
 
     def authorize(self, ctx: ToolContext, data: dict[str, Any]) -> None:

@@ -7,6 +7,7 @@ other. That is what conflict detection compares, so damaging a creature and movi
 independent, while spawning it and later damaging it are not.
 """
 
+import functools
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -25,7 +26,6 @@ from campaigns.models import (
     Resource,
     ResourceEvent,
 )
-from core.prepared import prepared_cursor
 
 
 @dataclass(frozen=True)
@@ -164,9 +164,8 @@ def capture_many(
     return {k: loaded(k, rows) if in_rows(k, rows) else capture(campaign, k) for k in keys}
 
 
-# Rows already loaded in the current transaction, by (model, primary key): model instances, or
-# the values `update_returning` read back.
-Rows = dict[tuple[type[models.Model], Any], models.Model | dict[str, Any]]
+# Rows already loaded in the current transaction, by (model, primary key).
+Rows = dict[tuple[type[models.Model], Any], models.Model]
 
 
 def _row_id(entity_key: str) -> tuple[type[models.Model], Any] | None:
@@ -184,126 +183,95 @@ def in_rows(entity_key: str, rows: Rows | None) -> bool:
 
 def loaded(entity_key: str, rows: Rows) -> dict[str, Any]:
     """What `capture` returns for the key, from its row in `rows` instead of the database: the
-    same fields, the same values (a row loaded from the database holds what `values()` reads;
-    a row `update_returning` wrote is held as the values the database returned)."""
+    same fields, the same values (a row loaded from the database holds what `values()` reads)."""
     row = rows[_row_id(entity_key)]
-    names = kind_of(entity_key).field_names()
-    if isinstance(row, dict):
-        return {name: _to_json(row[name]) for name in names}
-    return {name: _to_json(getattr(row, name)) for name in names}
+    return {name: _to_json(getattr(row, name)) for name in kind_of(entity_key).field_names()}
 
 
 M = TypeVar("M", bound=models.Model)
 
 
-def update_returning(row: models.Model, fields: Any) -> dict[str, Any]:
-    """Save `fields` of `row` (what `row.save(update_fields=fields)` writes) and return the whole
-    row as the database holds it after the write, by attribute name, as the ORM would read it
-    (one statement: UPDATE … RETURNING); the row's attributes are set to it too. A row that is
-    gone raises LookupError."""
-    meta = row._meta
-    db = connections[DEFAULT_DB_ALIAS]  # once: each use of the `connection` proxy looks it up
-    quote = db.ops.quote_name
-    targets = [meta.get_field(name) for name in fields]
-    reading = _reading(type(row), db)
-    sql = (
-        f"UPDATE {quote(meta.db_table)} SET "
-        + ", ".join(f"{quote(f.column)} = %s" for f in targets)
-        + f" WHERE {quote(meta.pk.column)} = %s RETURNING {reading.columns}"
-    )
-    params = [f.get_db_prep_save(f.pre_save(row, False), db) for f in targets]
-    params.append(meta.pk.get_db_prep_value(row.pk, db))
-    with prepared_cursor(db) as cursor:
-        cursor.execute(sql, params)
-        values = cursor.fetchone()
-    if values is None:
-        raise LookupError(f"{meta.label} {row.pk} is gone")
-    held = dict(zip(reading.attnames, reading.convert(values, db), strict=True))
-    for name, value in held.items():
-        setattr(row, name, value)
-    return held
+# The audited dispatch's hot path (the campaign lock, a tool's read and write of its target) in
+# plain SQL through `connection.cursor()`: at a few milliseconds a call, building and compiling
+# each statement's queryset cost the ORM more CPU than the rest of the call
+# (docs/performance.md#dispatch_overheadpy-what-the-write-ahead-log-costs). What is read comes
+# back as the ORM would hand it: `Model.from_db` over each field's `from_db_value`.
 
 
 def select_row(
-    model: type[M],
-    pk: Any,
-    *,
-    campaign_id: Any = None,
-    lock: bool = False,
-    flags: dict[str, str] | None = None,
+    model: type[M], pk: Any, *, campaign_id: Any = None, lock: bool = False, flags: str = ""
 ) -> M | None:
-    """The row of `model` with this primary key (and of this campaign, if given), every concrete
-    field, as `Model.objects.filter(...).first()` reads it, or None; `lock`: FOR UPDATE where
-    the database has it. `flags` ({attribute: SQL boolean expression}) are read in the same
-    statement and set on the instance as bools. The hot path's reads (the campaign lock, a
-    tool's target): the SQL is made once per model, not compiled per call."""
-    db = connections[DEFAULT_DB_ALIAS]  # once: each use of the `connection` proxy looks it up
-    reading = _reading(model, db)
-    meta = model._meta
-    quote = db.ops.quote_name
-    names = list(flags or {})
-    extra = "".join(f", {flags[name]}" for name in names)
-    sql = (
-        f"SELECT {reading.columns}{extra} FROM {quote(meta.db_table)} "
-        f"WHERE {quote(meta.pk.column)} = %s"
-    )
-    params = [meta.pk.get_db_prep_value(pk, db)]
+    """The row of `model` with this primary key (and of this campaign, if given), as
+    `Model.objects.filter(...).first()` reads it, or None; `lock`: FOR UPDATE. `flags`: SQL
+    boolean columns `<expression> AS <name>` read in the same statement, set on the row."""
+    db = connections[DEFAULT_DB_ALIAS]
+    reading = _reading(model)
+    sql = f"SELECT {reading.columns}{flags} FROM {reading.table} WHERE {reading.pk} = %s"
+    params = [model._meta.pk.get_db_prep_value(pk, db)]
     if campaign_id is not None:
-        field = meta.get_field("campaign")
-        sql += f" AND {quote(field.column)} = %s"
-        params.append(field.get_db_prep_value(campaign_id, db))
-    if lock and db.features.has_select_for_update:
-        sql += " FOR UPDATE"
-    with prepared_cursor(db) as cursor:
-        cursor.execute(sql, params)
+        sql += f" AND {reading.campaign} = %s"
+        params.append(campaign_id)
+    with db.cursor() as cursor:
+        cursor.execute(sql + (" FOR UPDATE" if lock else ""), params)
         values = cursor.fetchone()
+        names = [column.name for column in cursor.description[len(reading.fields) :]]
     if values is None:
         return None
-    values = list(values)
-    found = model.from_db(
-        db.alias, reading.attnames, reading.convert(values[: len(values) - len(names)], db)
-    )
-    for name, value in zip(names, values[len(values) - len(names) :], strict=True):
-        setattr(found, name, bool(value))
+    count = len(reading.fields)
+    found = model.from_db(db.alias, reading.attnames, reading.convert(values[:count], db))
+    for name, value in zip(names, values[count:], strict=True):
+        setattr(found, name, value)
     return found
+
+
+def update_row(row: models.Model, fields: Any) -> None:
+    """`row.save(update_fields=fields)`, in one statement of plain SQL."""
+    db = connections[DEFAULT_DB_ALIAS]
+    reading = _reading(type(row))
+    targets = [row._meta.get_field(name) for name in fields]
+    sets = ", ".join(f"{db.ops.quote_name(f.column)} = %s" for f in targets)
+    params = [f.get_db_prep_save(getattr(row, f.attname), db) for f in targets]
+    with db.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {reading.table} SET {sets} WHERE {reading.pk} = %s",
+            [*params, row._meta.pk.get_db_prep_value(row.pk, db)],
+        )
+        if cursor.rowcount != 1:
+            raise LookupError(f"{row._meta.label} {row.pk} is gone")
 
 
 @dataclass(frozen=True)
 class _Reading:
-    """How to read every concrete column of a model: the column list, the attribute names, and
-    per column the converters the ORM applies to what the database returns."""
+    """How to read every concrete field of a model in plain SQL."""
 
+    table: str
+    pk: str
+    campaign: str
     columns: str
-    attnames: list[str]
-    converters: list[tuple[Any, list[Any]]]
+    fields: tuple[Any, ...]
+
+    @property
+    def attnames(self) -> list[str]:
+        return [f.attname for f in self.fields]
 
     def convert(self, values: Any, db: Any) -> list[Any]:
-        out = list(values)
-        for i, (column, converters) in enumerate(self.converters):
-            for convert in converters:
-                out[i] = convert(out[i], column, db)
-        return out
+        return [
+            f.from_db_value(v, None, db) if hasattr(f, "from_db_value") else v
+            for f, v in zip(self.fields, values, strict=True)
+        ]
 
 
-_readings: dict[tuple[str, type[models.Model]], _Reading] = {}
-
-
-def _reading(model: type[models.Model], db: Any) -> _Reading:
-    key = (db.vendor, model)
-    if key not in _readings:
-        meta = model._meta
-        fields = meta.concrete_fields
-        columns = [f.get_col(meta.db_table) for f in fields]
-        _readings[key] = _Reading(
-            columns=", ".join(
-                f"{db.ops.quote_name(meta.db_table)}.{db.ops.quote_name(f.column)}" for f in fields
-            ),
-            attnames=[f.attname for f in fields],
-            converters=[
-                (c, db.ops.get_db_converters(c) + c.get_db_converters(db)) for c in columns
-            ],
-        )
-    return _readings[key]
+@functools.cache
+def _reading(model: type[models.Model]) -> _Reading:
+    meta, quote = model._meta, connections[DEFAULT_DB_ALIAS].ops.quote_name
+    fields = tuple(meta.concrete_fields)
+    return _Reading(
+        table=quote(meta.db_table),
+        pk=quote(meta.pk.column),
+        campaign=quote("campaign_id"),
+        columns=", ".join(quote(f.column) for f in fields),
+        fields=fields,
+    )
 
 
 def _from_json(model: type[models.Model], values: dict[str, Any]) -> dict[str, Any]:

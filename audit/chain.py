@@ -12,8 +12,8 @@ with `--expect`.
 
 Canonical form: JSON with sorted keys, ASCII only, and every number written by its exact
 decimal value (`1e16`, `10000000000000000` and `1E+16` are one number; `-0.0` is `0`), so the
-hash is the same whether computed before the write or from what SQLite or PostgreSQL's
-`jsonb` hands back, which spell numbers differently.
+hash is the same whether computed before the write or from what PostgreSQL's `jsonb` hands
+back, which spells numbers its own way.
 """
 
 import functools
@@ -30,11 +30,10 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db.models import OuterRef, QuerySet, Subquery
+from django.db.models import OuterRef, Subquery
 
 from audit.models import StatusTransition, ToolInvocation
 from campaigns.models import Campaign
-from core.prepared import prepared
 
 # The invocation row's fields under its seal. `status` is sealed as it was when the row was
 # written; every later status is a transition link of its own.
@@ -278,8 +277,9 @@ class Tip:
     hash: str
 
 
-def _tip_read(campaign_id: Any) -> QuerySet:
-    """The log's last row, with the last transition chained after it (None, None if none)."""
+def _tip_read(campaign_id: Any) -> tuple[Any, ...] | None:
+    """The log's last row, with the last transition chained after it (None, None if none): one
+    statement, read by every status change (a revert, an approval's answer)."""
     after = StatusTransition.objects.filter(
         campaign_id=OuterRef("campaign_id"), after_sequence=OuterRef("sequence")
     ).order_by("-ordinal")
@@ -290,21 +290,18 @@ def _tip_read(campaign_id: Any) -> QuerySet:
             after_ordinal=Subquery(after.values("ordinal")[:1]),
             after_hash=Subquery(after.values("row_hash")[:1]),
         )
-        .values_list("sequence", "row_hash", "after_ordinal", "after_hash")[:1]
+        .values_list("sequence", "row_hash", "after_ordinal", "after_hash")
+        .first()
     )
-
-
-# Read by every status change (a revert, an approval's answer): one statement, compiled once.
-_tip = prepared(_tip_read)
 
 
 def chain_tip(campaign_id: Any) -> Tip:
     """The chain's last link: the log's last row, or the last transition chained after it.
     Assumes the campaign lock, which every writer of the log takes first."""
-    found = _tip(campaign_id)
-    if not found:
+    found = _tip_read(campaign_id)
+    if found is None:
         return Tip(0, 0, "")
-    sequence, row_hash, ordinal, after_hash = found[0]
+    sequence, row_hash, ordinal, after_hash = found
     return Tip(sequence, 0, row_hash) if ordinal is None else Tip(sequence, ordinal, after_hash)
 
 

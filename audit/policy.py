@@ -13,7 +13,6 @@ from ai_tools.base import Reach, Tier, ToolContext, ToolError, WriteTool
 from audit.analytics import RAN
 from audit.models import ToolInvocation
 from campaigns.models import Campaign, Creature
-from core.prepared import prepared
 
 Policy = Campaign.ApprovalPolicy
 Status = ToolInvocation.Status
@@ -101,20 +100,14 @@ def _ran(model: str, tool_name: str) -> Any:
     return ToolInvocation.objects.filter(model=model, tool_name=tool_name, status__in=RAN)
 
 
-# Asked for every call a GM makes: compiled once (core/prepared.py).
-_last_here = prepared(
-    lambda model, tool_name, campaign_id, window: (
-        _ran(model, tool_name)
-        .filter(campaign_id=campaign_id)
-        .order_by("-sequence")
-        .values_list("status", flat=True)[:window]
-    )
-)
-_last_anywhere = prepared(
-    lambda model, tool_name, window: (
-        _ran(model, tool_name).order_by("-committed_at").values_list("status", flat=True)[:window]
-    )
-)
+def _last_here(model: str, tool_name: str, campaign_id: Any, window: int) -> list[str]:
+    ran = _ran(model, tool_name).filter(campaign_id=campaign_id).order_by("-sequence")
+    return list(ran.values_list("status", flat=True)[:window])
+
+
+def _last_anywhere(model: str, tool_name: str, window: int) -> list[str]:
+    ran = _ran(model, tool_name).order_by("-committed_at")
+    return list(ran.values_list("status", flat=True)[:window])
 
 
 def display_model(model: str) -> str:

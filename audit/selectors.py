@@ -25,8 +25,7 @@ from campaigns.models import (
 from campaigns.permissions import is_audit_staff
 from campaigns.selectors import revert_any_granted
 from campaigns.visibility import Fog, Sight, call_hidden, fog_read, held_call_hidden, placed_cell
-from core.prepared import prepared
-from core.queries import read_or_not_found
+from core.queries import get_or_not_found
 
 # Columns only revert needs; the API never shows them, so a page of the log does not load them.
 _INTERNAL = ("revert_snapshot", "post_state", "write_set", "read_set", "broadcast_events")
@@ -55,22 +54,16 @@ def invocation_list(
     )
 
 
-# Compiled once (core/prepared.py): a revert locks its invocation so, the pages read it so.
-def _invocation_rows(campaign_id: Any, invocation_id: Any, lock: bool) -> QuerySet:
-    rows = ToolInvocation.objects.filter(campaign_id=campaign_id, pk=invocation_id)
-    if lock:  # the row alone: FOR UPDATE refuses an outer join's nullable side
-        return rows.select_for_update()
-    return rows.select_related("user", "requested_by", "reverted_by")
-
-
-_invocation_row = prepared(_invocation_rows)
-
-
 def invocation_get(*, campaign: Campaign, invocation_id: Any, lock: bool = False) -> ToolInvocation:
     """An invocation of this campaign; one of another campaign is NotFound, like a made-up id.
     With `lock`, the row alone is locked (no joins: FOR UPDATE refuses an outer join's nullable
     side), as revert needs it; every column is loaded, since revert and its plan read them all."""
-    return read_or_not_found(_invocation_row, campaign.pk, invocation_id, bool(lock))
+    rows = ToolInvocation.objects.filter(campaign_id=campaign.pk)
+    if lock:
+        rows = rows.select_for_update()
+    else:
+        rows = rows.select_related("user", "requested_by", "reverted_by")
+    return get_or_not_found(rows, pk=invocation_id)
 
 
 def turn_list(*, campaign: Campaign) -> QuerySet[Turn]:
@@ -110,8 +103,6 @@ FEED_CALL_FIELDS = (
 )
 
 
-# The feed's reads, each compiled once (core/prepared.py): a turn is drawn after each of its
-# events.
 def _feed_turns(campaign_id: Any, limit: int, turn_id: Any) -> QuerySet[Turn]:
     turns = (
         Turn.objects.filter(campaign_id=campaign_id)
@@ -126,17 +117,17 @@ def _feed_turns(campaign_id: Any, limit: int, turn_id: Any) -> QuerySet[Turn]:
     return turns.order_by("-created_at", "-pk")[:limit]
 
 
-_feed_turns_read = prepared(_feed_turns)
-_feed_messages = prepared(
-    lambda campaign_id, turn_ids: (
+def _feed_messages(campaign_id: Any, turn_ids: list[int]) -> QuerySet[ChatMessage]:
+    return (
         ChatMessage.objects.filter(campaign_id=campaign_id, turn_id__in=turn_ids)
         .filter(Q(reverted=False) | Q(turn__reverted_at__isnull=False))
         .select_related("author")
         .order_by("created_at", "pk")
     )
-)
-_feed_calls = prepared(
-    lambda campaign_id, turn_ids: (
+
+
+def _feed_calls(campaign_id: Any, turn_ids: list[int]) -> QuerySet:
+    return (
         ToolInvocation.objects.filter(campaign_id=campaign_id, turn_id__in=turn_ids)
         # A held call that was approved ran as a row of its own (`approval_of`), which the feed
         # shows; the held row it ran for is not a second call.
@@ -144,7 +135,6 @@ _feed_calls = prepared(
         .order_by("sequence")
         .values("turn_id", "pk", *FEED_CALL_FIELDS)
     )
-)
 
 
 def turn_feed(
@@ -154,7 +144,7 @@ def turn_feed(
     messages of each (an undone turn's too, which its collapsed line expands to; a live turn's
     only those still shown), and each turn's log rows as plain values, oldest first. Each
     turn says whether it was `retried`. Three queries whatever the number of turns."""
-    recent = _feed_turns_read(campaign.pk, limit, turn_id)[::-1]
+    recent = list(_feed_turns(campaign.pk, limit, turn_id))[::-1]
     ids = [t.pk for t in recent]
     messages: dict[int, list[ChatMessage]] = defaultdict(list)
     for message in _feed_messages(campaign.pk, ids):
@@ -165,25 +155,17 @@ def turn_feed(
     return recent, messages, calls
 
 
-_answers = prepared(
-    lambda campaign_id, ids: (
-        StatusTransition.objects.filter(
-            campaign_id=campaign_id,
-            invocation_id__in=ids,
-            from_status=ToolInvocation.Status.AWAITING_APPROVAL,
-        )
-        .order_by("after_sequence", "ordinal")
-        .values("invocation_id", "to_status", "reason", "by__username")
-    )
-)
-
-
 def call_answers(*, campaign: Campaign, ids: list[Any]) -> dict[str, dict[str, Any]]:
     """How each of these held calls was answered, by its id (as a string): `{by, to, reason}`
     from its chained transition out of `awaiting_approval` (`to` is `pending` once approved).
     One query for the feed, whatever the number of calls."""
     answers: dict[str, dict[str, Any]] = {}
-    for link in _answers(campaign.pk, list(ids)):
+    links = StatusTransition.objects.filter(
+        campaign_id=campaign.pk,
+        invocation_id__in=list(ids),
+        from_status=ToolInvocation.Status.AWAITING_APPROVAL,
+    ).order_by("after_sequence", "ordinal")
+    for link in links.values("invocation_id", "to_status", "reason", "by__username"):
         answers.setdefault(
             str(link["invocation_id"]),
             {"by": link["by__username"] or "", "to": link["to_status"], "reason": link["reason"]},
@@ -202,32 +184,25 @@ def _outside_turns(campaign_id: Any, limit: int, invocation_id: Any) -> QuerySet
     return rows.order_by("-sequence").values("pk", "created_at", *FEED_CALL_FIELDS)[:limit]
 
 
-_outside_turns_read = prepared(_outside_turns)  # drawn after each change outside turns
-
-
 def calls_outside_turns(
     *, campaign: Campaign, limit: int, invocation_id: Any = None
 ) -> list[dict[str, Any]]:
     """The last `limit` calls that took effect outside any turn (a token dragged on the map:
     nobody's message to the GM), oldest first, as plain values (the feed's fields, with `pk`
     and `created_at`); or the one `invocation_id`. One query."""
-    return _outside_turns_read(campaign.pk, limit, invocation_id)[::-1]
-
-
-_later_actors = prepared(
-    lambda campaign_id, created_at, turn_id: (
-        Turn.objects.filter(campaign_id=campaign_id, reverted_at__isnull=True)
-        .filter(Q(created_at__gt=created_at) | Q(created_at=created_at, pk__gte=turn_id))
-        .order_by("created_at", "pk")
-        .values_list("pk", "actor_id")
-    )
-)
+    return list(_outside_turns(campaign.pk, limit, invocation_id))[::-1]
 
 
 def later_turn_actors(*, campaign: Campaign, since: Turn) -> list[tuple[int, int]]:
     """(turn id, actor id) of `since` and every turn after it not yet undone, oldest first: who
     would have to be allowed to revert for an undo from `since` onwards."""
-    return _later_actors(campaign.pk, since.created_at, since.pk)
+    at = since.created_at
+    return list(
+        Turn.objects.filter(campaign_id=campaign.pk, reverted_at__isnull=True)
+        .filter(Q(created_at__gt=at) | Q(created_at=at, pk__gte=since.pk))
+        .order_by("created_at", "pk")
+        .values_list("pk", "actor_id")
+    )
 
 
 def logged_calls(*, campaign: Campaign, ids: list[Any]) -> dict[str, dict[str, Any]]:
@@ -239,30 +214,15 @@ def logged_calls(*, campaign: Campaign, ids: list[Any]) -> dict[str, dict[str, A
     return {str(row["pk"]): row for row in rows}
 
 
-_held_rows = prepared(
-    lambda campaign_id: (
+def held_call_rows(*, campaign: Campaign) -> list[ToolInvocation]:
+    """The campaign's calls awaiting approval, oldest first, with who made each."""
+    return list(
         ToolInvocation.objects.filter(
-            campaign_id=campaign_id, status=ToolInvocation.Status.AWAITING_APPROVAL
+            campaign_id=campaign.pk, status=ToolInvocation.Status.AWAITING_APPROVAL
         )
         .select_related("user")
         .order_by("sequence")
     )
-)
-
-
-def held_call_rows(*, campaign: Campaign) -> list[ToolInvocation]:
-    """The campaign's calls awaiting approval, oldest first, with who made each."""
-    return _held_rows(campaign.pk)
-
-
-_controllers_of = prepared(
-    lambda campaign_id, creature_ids: Creature.objects.filter(
-        campaign_id=campaign_id,
-        pk__in=creature_ids,
-        kind=Creature.Kind.PC,
-        controlled_by__isnull=False,
-    ).values_list("controlled_by_id", flat=True)
-)
 
 
 def held_call_affected_players(*, campaign: Campaign, row: Any) -> set[int]:
@@ -278,15 +238,18 @@ def held_call_affected_players(*, campaign: Campaign, row: Any) -> set[int]:
     }
     if not ids:
         return set()
-    return set(_controllers_of(campaign.pk, sorted(ids)))
+    characters = Creature.objects.filter(
+        campaign_id=campaign.pk, pk__in=ids, kind=Creature.Kind.PC, controlled_by__isnull=False
+    )
+    return set(characters.values_list("controlled_by_id", flat=True))
 
 
 # A turn the GM has yet to answer: queued, or running or paused on the held call it made.
 WAITING_TURNS = (Turn.Status.QUEUED, Turn.Status.RUNNING, Turn.Status.AWAITING_APPROVAL)
 
 
-_oldest_held = prepared(
-    lambda campaign_id: (
+def _oldest_held(campaign_id: Any) -> dict[str, Any] | None:
+    return (
         ToolInvocation.objects.filter(
             campaign_id=campaign_id,
             status=ToolInvocation.Status.AWAITING_APPROVAL,
@@ -296,16 +259,9 @@ _oldest_held = prepared(
             turn__status__in=(Turn.Status.RUNNING, Turn.Status.AWAITING_APPROVAL),
         )
         .order_by("sequence")
-        .values("pk", "tool_name", "turn_id", "user_id", "created_at")[:1]
+        .values("pk", "tool_name", "turn_id", "user_id", "created_at")
+        .first()
     )
-)
-_members_by_joining = prepared(
-    lambda campaign_id: (
-        Membership.objects.filter(campaign_id=campaign_id)
-        .order_by("joined_at", "pk")
-        .values_list("user_id", "user__username")
-    )
-)
 
 
 def held_call_waiting(*, campaign: Campaign) -> dict[str, Any] | None:
@@ -315,13 +271,14 @@ def held_call_waiting(*, campaign: Campaign) -> dict[str, Any] | None:
     owner and the co-GMs, the call's own player aside unless they own the table), since (when it
     was held), expires_at} — or None. A paused turn holds its campaign's place, so every later
     queued turn waits for this same answer. Two queries, three when a call is held."""
-    row = _oldest_held.first(campaign.pk)
+    row = _oldest_held(campaign.pk)
     if row is None:
         return None
     granted = revert_any_granted(campaign=campaign)
+    members = Membership.objects.filter(campaign_id=campaign.pk).order_by("joined_at", "pk")
     on = [
         name
-        for user_id, name in _members_by_joining(campaign.pk)
+        for user_id, name in members.values_list("user_id", "user__username")
         if user_id == campaign.owner_id or (user_id in granted and user_id != row["user_id"])
     ]
     return {

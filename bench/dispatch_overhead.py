@@ -8,8 +8,7 @@ is the figure to read. Between two timed calls, untimed, the audited call's even
 publisher loop's work, which the caller does not wait for, lands in no other call's time.
 Settings are production's (bench/_setup.py's `production_environment`: DEBUG off, real keys,
 the Redis channel layer): under DEBUG, Django's query log costs the audited call's statements
-more than the bare write's, the dispatch's statements are not prepared while queries are logged
-(`core.prepared.prepared_cursor`), and events go through another channel layer.
+more than the bare write's, and events go through another channel layer.
 A benchmark, not a test: it asserts no figure, only that every step did what it should.
 """
 

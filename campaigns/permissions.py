@@ -11,13 +11,10 @@ The services ask them, never a surface: each `require_*` raises `Forbidden` carr
 security log needs, and the service that asked records it (`campaigns.security.recording_denials`).
 """
 
-import functools
 from typing import Any
 
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
 from django.contrib.contenttypes.models import ContentType
-from django.db import connection
+from django.db.models import Exists
 
 from campaigns.models import (
     ApprovalPolicyChange,
@@ -69,44 +66,18 @@ def runs_table(*, campaign: Campaign, user: Any) -> bool:
 def _holds_on(user: Any, campaign: Campaign, codename: str) -> bool:
     """Whether `user` (active, not a superuser) holds the object permission `codename` on
     `campaign`, given to them or to one of their groups: django-guardian's
-    `ObjectPermissionChecker.has_perm`, asked in one statement whose text is made once (the
-    checker compiles two queries per request, and every surface asks on every request). The
-    grants are the campaign's own tables (`CampaignUserObjectPermission`, its group twin)."""
-    ctype = ContentType.objects.get_for_model(Campaign).pk  # Django caches it: no query
-    pk = Campaign._meta.pk.get_db_prep_value(campaign.pk, connection)
-    with connection.cursor() as cursor:
-        cursor.execute(_holds_sql(), [user.pk, pk, codename, ctype] * 2)
-        return bool(cursor.fetchone()[0])
-
-
-@functools.cache
-def _holds_sql() -> str:
-    quote = connection.ops.quote_name
-
-    def table(model: Any) -> str:
-        return quote(model._meta.db_table)
-
-    def column(model: Any, name: str) -> str:
-        return quote(model._meta.get_field(name).column)
-
-    def granted(grants: Any, via: str) -> str:
-        return (
-            f"EXISTS (SELECT 1 FROM {table(grants)} AS g "
-            f"JOIN {table(Permission)} AS p ON p.{quote('id')} = g.{column(grants, 'permission')} "
-            f"{via} AND g.{column(grants, 'content_object')} = %s "
-            f"AND p.{column(Permission, 'codename')} = %s "
-            f"AND p.{column(Permission, 'content_type')} = %s)"
-        )
-
-    users, groups = CampaignUserObjectPermission, CampaignGroupObjectPermission
-    members = get_user_model().groups.through
-    by_user = granted(users, f"WHERE g.{column(users, 'user')} = %s")
-    by_group = granted(
-        groups,
-        f"JOIN {table(members)} AS m ON m.{column(members, 'group')} = g.{column(groups, 'group')} "
-        f"WHERE m.{column(members, 'user')} = %s",
-    )
-    return f"SELECT {by_user} OR {by_group}"
+    `ObjectPermissionChecker.has_perm`, asked in one statement (the checker runs two per
+    request, and every surface asks on every request). The grants are the campaign's own
+    tables (`CampaignUserObjectPermission`, its group twin)."""
+    grant = {
+        "content_object_id": campaign.pk,
+        "permission__codename": codename,
+        # Django caches the content type: no query
+        "permission__content_type": ContentType.objects.get_for_model(Campaign),
+    }
+    by_user = CampaignUserObjectPermission.objects.filter(user_id=user.pk, **grant)
+    by_group = CampaignGroupObjectPermission.objects.filter(group__user=user.pk, **grant)
+    return Campaign.objects.filter(Exists(by_user) | Exists(by_group), pk=campaign.pk).exists()
 
 
 def may_act_on(*, kind: str, controlled_by_id: Any, user_id: Any, gm: bool) -> bool:

@@ -135,6 +135,7 @@ def _advance_event_seq(campaign_id: Any, count: int, *, drawn: bool) -> int:
     table = connection.ops.quote_name(Campaign._meta.db_table)
     pk = Campaign._meta.pk.get_db_prep_value(campaign_id, connection)
     also = ", drawn_seq = event_seq + %s" if drawn else ""
+    # Raw SQL: the ORM's update() returns a count, never the new value (UPDATE … RETURNING).
     with transaction.atomic(savepoint=False), connection.cursor() as cursor:
         cursor.execute(
             f"UPDATE {table} SET event_seq = event_seq + %s{also} WHERE id = %s "

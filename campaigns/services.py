@@ -49,7 +49,6 @@ from campaigns.security import denial_record, recording_denials
 from campaigns.selectors import campaign_get_for_member, invite_get_usable, map_free_cell
 from campaigns.visibility import Sight, sight_of
 from core.errors import Conflict, Forbidden, InvalidInput, NotFound
-from core.queries import with_rows
 
 T = TypeVar("T")
 REVERT_ANY_TURN = "campaigns.revert_any_turn"
@@ -441,16 +440,14 @@ def turn_create(
 ) -> Turn:
     """A player's turn starts with their message; the GM's reply and tool calls join it. A
     `queued` turn waits for the GM (the message's event says so, so every client can show that
-    the GM is thinking at once); otherwise the turn stays open. The turn returned knows its
-    message and that it has no calls yet (`with_rows`): the answer drawn from it reads nothing
-    again."""
+    the GM is thinking at once); otherwise the turn stays open."""
     turn = Turn.objects.create(
         campaign=campaign,
         actor=actor,
         status=Turn.Status.QUEUED if queued else Turn.Status.OPEN,
         retry_of=retry_of,
     )
-    opening = message_post(
+    message_post(
         turn=turn,
         author=actor,
         role=ChatMessage.Role.PLAYER,
@@ -458,7 +455,7 @@ def turn_create(
         content=message,
         gm=Turn.Status.QUEUED if queued else None,
     )
-    return with_rows(turn, messages=[opening], invocations=[])
+    return turn
 
 
 def message_post(

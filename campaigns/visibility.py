@@ -24,7 +24,6 @@ from campaigns.events import (
 )
 from campaigns.models import Campaign, Creature, FogCell
 from campaigns.permissions import runs_table
-from core.prepared import prepared
 
 Cell = tuple[int, int]
 
@@ -99,9 +98,6 @@ def _facts(campaign_id: Any, creature_ids: list[int] | None, cells: list[int]) -
     )
 
 
-_facts_read = prepared(_facts)
-
-
 def fog_read(
     *, campaign_id: Any, creature_ids: Iterable[int] | None = None, cells: Iterable[Cell] = ()
 ) -> Fog:
@@ -110,7 +106,7 @@ def fog_read(
     ids = None if creature_ids is None else sorted(creature_ids)
     flat = [n for cell in sorted(set(cells)) for n in cell]
     facts: dict[str, list] = {"creature": [], "cell": [], "fog": []}
-    for what, pk, kind, x, y in _facts_read(campaign_id, ids, flat):
+    for what, pk, kind, x, y in _facts(campaign_id, ids, flat):
         facts[what].append((pk, kind, (x, y)))
     return Fog(
         in_play=bool(facts["fog"]),

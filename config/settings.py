@@ -145,10 +145,14 @@ if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
 # restart and answered 503 for tens of seconds.
 DATABASES["default"]["ENGINE"] = "config.postgresql"
 DATABASES["default"].setdefault("OPTIONS", {})["pool"] = postgres_pool()
-# psycopg prepares a statement on the server when asked (`prepare=True`: the dispatch's hot
-# statements and every read compiled once, `core.prepared.prepared_cursor`), never after a count
-# of runs; Django's default, None, would refuse even when asked.
-DATABASES["default"]["OPTIONS"].setdefault("prepare_threshold", 2**31 - 1)
+# Parameters bound on the server, and each statement a connection runs a few times
+# (psycopg's `prepare_threshold`) parsed and planned there once, as Django's documented
+# `server_side_binding` option allows: the audited dispatch's ratio to a bare write, and the
+# tables one host carries (docs/performance.md). A pooler in transaction mode must keep prepared
+# statements (PgBouncer 1.21+, `max_prepared_statements`), or DB_SERVER_SIDE_BINDING=0.
+if env_bool("DB_SERVER_SIDE_BINDING", True):
+    DATABASES["default"]["OPTIONS"].setdefault("server_side_binding", True)
+    DATABASES["default"]["OPTIONS"].setdefault("prepare_threshold", 5)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -19,7 +19,6 @@ from ai_tools import registry
 from audit.models import ToolInvocation
 from campaigns.models import Campaign, ChatMessage, Creature, Turn
 from campaigns.selectors import campaign_fresh, campaign_member_names, campaign_state
-from core.prepared import prepared
 
 # How many earlier turns the GM sees; older ones only live on in the state and GM memories.
 HISTORY_TURNS = 20
@@ -60,7 +59,8 @@ def gm_context(*, turn: Turn, state: dict[str, Any] | None = None) -> GMContext:
     """What the GM knows for `turn`; `state` is the game state it decides from (the state the
     turn began with, on a resumed turn), by default the campaign's state now."""
     campaign = campaign_fresh(campaign_id=turn.campaign_id)
-    earlier = _earlier_turns(campaign.pk, turn.pk, HISTORY_TURNS)[::-1]
+    before = Turn.objects.filter(campaign_id=campaign.pk, pk__lt=turn.pk)
+    earlier = list(before.select_related("reverted_by").order_by("-pk")[:HISTORY_TURNS])[::-1]
     players = _players(campaign)
     speakers = _speakers(campaign, players)
     said = _messages_by_turn([turn.pk, *(t.pk for t in earlier)])
@@ -97,25 +97,6 @@ def gm_context(*, turn: Turn, state: dict[str, Any] | None = None) -> GMContext:
     )
 
 
-# The context's reads, each compiled once (core/prepared.py): every round of every GM turn
-# reads them.
-_earlier_turns = prepared(
-    lambda campaign_id, turn_id, count: (
-        Turn.objects.filter(campaign_id=campaign_id, pk__lt=turn_id)
-        .select_related("reverted_by")
-        .order_by("-pk")[:count]
-    )
-)
-_characters = prepared(
-    lambda campaign_id: (
-        Creature.objects.filter(campaign_id=campaign_id, kind=Creature.Kind.PC)
-        .order_by("pk")
-        .values_list("controlled_by_id", "name")
-    )
-)
-_messages_of = prepared(
-    lambda turn_ids: ChatMessage.objects.filter(turn_id__in=turn_ids).order_by("created_at", "pk")
-)
 # What the history and its notes read of a call: not its snapshots, sets and events, the
 # log's widest columns, which a turn with twenty turns of history would otherwise decode.
 CALL_FIELDS = (
@@ -128,18 +109,6 @@ CALL_FIELDS = (
     "reverted_by",
     "reverted_by__username",
 )
-_calls_of = prepared(
-    lambda campaign_id, turn_ids: (
-        ToolInvocation.objects.filter(
-            campaign_id=campaign_id,
-            turn_id__in=turn_ids,
-            status__in=[ToolInvocation.Status.COMMITTED, ToolInvocation.Status.REVERTED],
-        )
-        .select_related("reverted_by")
-        .only(*CALL_FIELDS)
-        .order_by("sequence")
-    )
-)
 
 
 def _players(campaign: Campaign) -> dict[int, str]:
@@ -149,7 +118,8 @@ def _players(campaign: Campaign) -> dict[int, str]:
 def _speakers(campaign: Campaign, players: dict[int, str]) -> dict[int, str]:
     """Each member's name with the characters they play: how the GM addresses the table."""
     characters: dict[int, list[str]] = defaultdict(list)
-    for user_id, name in _characters(campaign.pk):
+    pcs = Creature.objects.filter(campaign_id=campaign.pk, kind=Creature.Kind.PC).order_by("pk")
+    for user_id, name in pcs.values_list("controlled_by_id", "name"):
         characters[user_id].append(name)
     return {
         user_id: f"{username} (plays {', '.join(characters[user_id])})"
@@ -161,14 +131,19 @@ def _speakers(campaign: Campaign, players: dict[int, str]) -> dict[int, str]:
 
 def _messages_by_turn(turn_ids: list[int]) -> dict[int, list[ChatMessage]]:
     grouped: dict[int, list[ChatMessage]] = defaultdict(list)
-    for message in _messages_of(turn_ids):
+    for message in ChatMessage.objects.filter(turn_id__in=turn_ids).order_by("created_at", "pk"):
         grouped[message.turn_id].append(message)
     return grouped
 
 
 def _invocations_by_turn(campaign: Campaign, turn_ids: list[int]):
     grouped: dict[int, list[ToolInvocation]] = defaultdict(list)
-    for row in _calls_of(campaign.pk, turn_ids):
+    rows = ToolInvocation.objects.filter(
+        campaign_id=campaign.pk,
+        turn_id__in=turn_ids,
+        status__in=[ToolInvocation.Status.COMMITTED, ToolInvocation.Status.REVERTED],
+    )
+    for row in rows.select_related("reverted_by").only(*CALL_FIELDS).order_by("sequence"):
         grouped[row.turn_id].append(row)
     return grouped
 

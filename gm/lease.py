@@ -26,33 +26,17 @@ from django.db import connection, connections
 from django.utils import timezone
 
 from campaigns.models import Campaign, Turn
-from core.prepared import prepared
 from gm.base import TurnStopped
 
 logger = logging.getLogger(__name__)
 # How long after a lease ends its watchdog looks: a heartbeat a moment late is not a death.
 WATCH_GRACE = timedelta(seconds=1)
 
-# The stop watch's look, twice a second for each running turn, and the lock every write of a
-# turn's runner takes: compiled once (core/prepared.py).
-_stop_asked = prepared(
-    lambda turn_id: Turn.objects.filter(pk=turn_id).values("reverted_at", "cancel_requested_at")
-)
-_turn_locked = prepared(lambda turn_id: Turn.objects.select_for_update().filter(pk=turn_id))
-# The campaign row locked and nothing of it read (the runner's writes need neither its log head
-# nor its fog), and the lease check of a round's write: the turn's one row if `owner` runs it.
-_campaign_locked = prepared(
-    lambda campaign_id: (
-        Campaign.objects.select_for_update().filter(pk=campaign_id).values_list("pk", flat=True)
-    )
-)
-_turn_held = prepared(
-    lambda turn_id, owner: (
-        Turn.objects.select_for_update()
-        .filter(pk=turn_id, status=Turn.Status.RUNNING, lease_owner=owner)
-        .values_list("pk", flat=True)
-    )
-)
+
+def _campaign_locked(campaign_id: Any) -> bool:
+    """The campaign row locked and nothing of it read (the runner's writes need neither its log
+    head nor its fog); False if it is gone."""
+    return Campaign.objects.select_for_update().filter(pk=campaign_id).exists()
 
 
 def lease_deadline() -> datetime:
@@ -150,13 +134,16 @@ class Heartbeat:
 
     def _look(self) -> None:
         try:
-            found = _stop_asked(self.turn_id)
+            now = (
+                Turn.objects.filter(pk=self.turn_id)
+                .values("reverted_at", "cancel_requested_at")
+                .first()
+            )
         except Exception:  # an outage: the runner's own steps will meet it too
             logger.exception("stop watch of turn %s failed", self.turn_id)
             return
-        if not found:
+        if now is None:
             return
-        now = found[0]
         if now["reverted_at"] is not None:
             self.stop(TurnStopped.UNDONE)
         elif now["cancel_requested_at"] is not None:
@@ -197,8 +184,8 @@ def response_hang_up(response: Any) -> Callable[[], None]:
 def turn_lock(turn: Turn) -> Turn:
     """Campaign first, then the turn: the lock order of dispatch and undo, so the runner's
     writes and theirs serialise instead of deadlocking."""
-    _campaign_locked.first(turn.campaign_id)
-    return _turn_locked.get(turn.pk)
+    _campaign_locked(turn.campaign_id)
+    return Turn.objects.select_for_update().get(pk=turn.pk)
 
 
 def lease_hold(turn: Turn, owner: str) -> Turn:
@@ -213,5 +200,8 @@ def lease_check(turn: Turn, owner: str) -> None:
     """`lease_hold` for a write that needs the locks and the check but not the turn: the same
     locks in the same order, two narrow reads instead of two whole rows (a turn's runner takes
     it at every round it stores)."""
-    if _campaign_locked.first(turn.campaign_id) is None or _turn_held.first(turn.pk, owner) is None:
+    held = Turn.objects.select_for_update().filter(
+        pk=turn.pk, status=Turn.Status.RUNNING, lease_owner=owner
+    )
+    if not _campaign_locked(turn.campaign_id) or not held.exists():
         raise TurnStopped(TurnStopped.LOST)

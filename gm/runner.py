@@ -21,7 +21,6 @@ from campaigns.models import Campaign, ChatMessage, Source, Turn
 from campaigns.realtime import broadcast_on_commit, event
 from campaigns.services import message_post
 from core.faults import is_unavailable
-from core.prepared import prepared
 from gm.base import GMError, TurnStopped
 from gm.context import gm_context
 from gm.lease import Heartbeat, lease_check, lease_hold
@@ -69,16 +68,9 @@ def claim_run(claim: Claim, provider: Any = None) -> Turn:
     return turn
 
 
-_gm_provider = prepared(
-    lambda campaign_id: Campaign.objects.filter(pk=campaign_id).values_list(
-        "gm_provider", flat=True
-    )
-)
-
-
 def _seat(turn: Turn) -> str:
     """The campaign's chosen GM (blank: the deployment's default)."""
-    return _gm_provider.get(turn.campaign_id)
+    return Campaign.objects.values_list("gm_provider", flat=True).get(pk=turn.campaign_id)
 
 
 def _played(provider: Any, session: TurnSession, claim: Claim) -> bool:

@@ -23,7 +23,6 @@ from campaigns.events import Event, GMTextDelta
 from campaigns.models import Source, Turn
 from campaigns.realtime import broadcast_on_commit, event
 from core.errors import AppError
-from core.prepared import prepared
 from gm.base import Round, ToolOutcome, TurnStopped
 from gm.context import GMContext
 from gm.lease import Heartbeat
@@ -31,17 +30,6 @@ from gm.transcript import round_complete, round_record
 
 DELTA_MIN_CHARS = 24
 
-# Reads every round of a turn makes, each compiled once (core/prepared.py).
-_turn_now = prepared(
-    lambda turn_id: Turn.objects.filter(pk=turn_id).values(
-        "status", "lease_owner", "reverted_at", "cancel_requested_at"
-    )
-)
-_call_of_tool_use = prepared(
-    lambda campaign_id, turn_id, tool_use_id: ToolInvocation.objects.filter(
-        campaign_id=campaign_id, turn_id=turn_id, tool_use_id=tool_use_id
-    )[:1]  # as `.first()`: the newest by the log's own order
-)
 # A held call's statuses once a person (or the clock) has answered it.
 ANSWERED = (
     ToolInvocation.Status.PENDING,
@@ -111,7 +99,11 @@ class TurnSession:
 
     def step(self) -> None:
         self._check_lease()
-        now = _turn_now.first(self.turn.pk)
+        now = (
+            Turn.objects.filter(pk=self.turn.pk)
+            .values("status", "lease_owner", "reverted_at", "cancel_requested_at")
+            .first()
+        )
         if now is None or now["status"] != Turn.Status.RUNNING or now["lease_owner"] != self.owner:
             raise TurnStopped(TurnStopped.LOST)
         if now["reverted_at"] is not None:
@@ -205,7 +197,9 @@ class TurnSession:
 
     def _recorded(self, tool_use_id: str) -> ToolOutcome | None:
         """The outcome this tool_use had when it ran before, on an earlier attempt."""
-        found = _call_of_tool_use.first(self.turn.campaign_id, self.turn.pk, tool_use_id)
+        found = ToolInvocation.objects.filter(
+            campaign_id=self.turn.campaign_id, turn_id=self.turn.pk, tool_use_id=tool_use_id
+        ).first()
         return None if found is None else _outcome(found)
 
     def _write(self, name: str, input: Any, model: str, tool_use_id: str) -> ToolOutcome:

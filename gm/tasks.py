@@ -27,7 +27,6 @@ from audit.models import ToolInvocation
 from audit.services.common import campaign_lock
 from campaigns.models import Turn
 from campaigns.selectors import campaign_state
-from core.prepared import prepared
 from gm.lease import WATCH_GRACE, lease_deadline, new_owner, turn_lock
 from gm.runner import Claim, claim_run, turn_close
 from gm.transcript import transcript_open, transcript_text
@@ -71,20 +70,14 @@ def _watch_at(turn: Turn, at: datetime) -> None:
     watch_turn.using(run_after=at + WATCH_GRACE).enqueue(turn.pk, turn.attempts)
 
 
-# The claim's reads, and the next turn's after every turn: compiled once (core/prepared.py).
-_holding = prepared(
-    lambda campaign_id: (
-        Turn.objects.filter(campaign_id=campaign_id, status__in=HOLDING)
-        .order_by()
-        .values_list("pk", flat=True)[:1]
-    )
-)
-_oldest_queued = prepared(
-    lambda campaign_id: Turn.objects.filter(
-        campaign_id=campaign_id, status=Turn.Status.QUEUED
-    ).order_by("pk")[:1]
-)
-_turn_now = prepared(lambda turn_id: Turn.objects.filter(pk=turn_id))
+def _holding(campaign_id: Any) -> bool:
+    """Whether one of the campaign's turns holds its place (running, or paused on a call)."""
+    return Turn.objects.filter(campaign_id=campaign_id, status__in=HOLDING).exists()
+
+
+def _oldest_queued(campaign_id: Any) -> Turn | None:
+    queued = Turn.objects.filter(campaign_id=campaign_id, status=Turn.Status.QUEUED)
+    return queued.order_by("pk").first()
 
 
 def turn_claim(*, campaign_id: Any, turn_id: int | None = None) -> Claim | None:
@@ -100,7 +93,7 @@ def turn_claim(*, campaign_id: Any, turn_id: int | None = None) -> Claim | None:
         )
         if _holding(campaign_id):
             return None
-        turn = _oldest_queued.first(campaign_id)
+        turn = _oldest_queued(campaign_id)
         if turn is None or (turn_id is not None and turn.pk != turn_id):
             return None
         owner = new_owner()
@@ -110,7 +103,7 @@ def turn_claim(*, campaign_id: Any, turn_id: int | None = None) -> Claim | None:
             lease_expires_at=lease_deadline(),
             attempts=F("attempts") + 1,
         )
-        turn = _turn_now.get(turn.pk)
+        turn = Turn.objects.get(pk=turn.pk)
         if turn.attempts == 1:
             transcript_open(turn=turn, state=campaign_state(campaign))
         _watch_at(turn, turn.lease_expires_at)
@@ -146,7 +139,7 @@ def turn_enqueue_next(*, campaign_id: Any) -> None:
 def _enqueue_next(campaign_id: Any) -> None:
     if _holding(campaign_id):
         return
-    following = _oldest_queued.first(campaign_id)
+    following = _oldest_queued(campaign_id)
     if following is not None:
         run_turn.enqueue(following.pk)
 

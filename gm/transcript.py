@@ -8,7 +8,6 @@ from django.db import transaction
 from django.utils import timezone
 
 from campaigns.models import Turn
-from core.prepared import prepared
 from gm.base import Round
 from gm.lease import lease_check
 from gm.models import GMRound, GMTranscript
@@ -30,21 +29,13 @@ def transcript_text(*, turn: Turn) -> str:
     return "".join(said).strip()
 
 
-# Read at every attempt's start and at every round's end: compiled once (core/prepared.py).
-_rounds = prepared(lambda turn_id: GMRound.objects.filter(turn_id=turn_id).order_by("index"))
-_round_row = prepared(lambda turn_id, index: GMRound.objects.filter(turn_id=turn_id, index=index))
-_opening = prepared(
-    lambda turn_id: GMTranscript.objects.filter(turn_id=turn_id).values_list("state", flat=True)
-)
-
-
 def transcript_state(*, turn: Turn) -> dict[str, Any]:
     """The state the turn's GM decides from, as its first attempt stored it."""
-    return _opening.get(turn.pk)
+    return GMTranscript.objects.values_list("state", flat=True).get(turn_id=turn.pk)
 
 
 def transcript_rounds(*, turn: Turn) -> list[Round]:
-    return [_round(row) for row in _rounds(turn.pk)]
+    return [_round(row) for row in GMRound.objects.filter(turn_id=turn.pk).order_by("index")]
 
 
 def round_record(
@@ -79,7 +70,7 @@ def round_record(
 def round_complete(*, turn: Turn, owner: str, index: int, results: list[dict[str, Any]]) -> Round:
     with transaction.atomic(durable=True):
         lease_check(turn, owner)
-        row = _round_row.get(turn.pk, index)
+        row = GMRound.objects.get(turn_id=turn.pk, index=index)
         row.results, row.completed_at = results, timezone.now()
         row.save(update_fields=["results", "completed_at"])
     return _round(row)

@@ -22,21 +22,15 @@ from rest_framework.authtoken.models import Token
 from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
 
-from core.prepared import prepared
 from web.negotiation import wants_json
 
 TOKEN_EXPIRED = "Token has expired; request a new one at /api/auth/token/."
 
 
-# Every request signed by a token reads it so (the REST API, the websocket, the MCP endpoint):
-# compiled once (core/prepared.py).
-_token_of_key = prepared(lambda key: Token.objects.select_related("user").filter(key=key))
-
-
 def token_checked(key: str) -> tuple[Token | None, str | None]:
     """The token of `key` with its user, and why it is refused (None: it is not): DRF's words
     for an unknown key and an inactive user, TOKEN_EXPIRED past TOKEN_TTL."""
-    token = _token_of_key.first(key)
+    token = Token.objects.select_related("user").filter(key=key).first()
     if token is None:
         return None, _("Invalid token.")
     if not token.user.is_active:

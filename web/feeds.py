@@ -16,9 +16,8 @@ and one more after it for whatever batches asked meanwhile). It draws in a threa
 executor's pool, not in the process's one thread for sync code that `database_sync_to_async`
 uses by default (where the sockets' connects run too): a table's drawing does not queue behind
 another table's, nor a page's connect behind a drawing; one campaign's drawings stay one at a
-time, in order, and each returns its connection (to the pool, under PostgreSQL) as it ends. The
-page no longer asks for them after each event; five pages of a table cost one drawing per class
-and no request.
+time, in order, and each returns its connection to the pool as it ends. The page no longer asks
+for them after each event; five pages of a table cost one drawing per class and no request.
 """
 
 import asyncio
@@ -238,9 +237,9 @@ def _into(loop: asyncio.AbstractEventLoop, queue: asyncio.Queue) -> Any:
 
 
 def _pushed_in_pool_thread(**kwargs: Any) -> tuple[int, list[list[dict[str, Any]]]]:
-    """`pushed_fragments`, its connection closed as it ends (given back to the pool, under
-    PostgreSQL), whatever CONN_MAX_AGE says: a thread of the executor's pool outlives the
-    drawing, and no connection stays with it."""
+    """`pushed_fragments`, its connection closed as it ends (given back to the pool), whatever
+    CONN_MAX_AGE says: a thread of the executor's pool outlives the drawing, and no connection
+    stays with it."""
     try:
         return pushed_fragments(**kwargs)
     finally:

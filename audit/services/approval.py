@@ -35,7 +35,6 @@ from campaigns.realtime import broadcast_on_commit, event
 from campaigns.security import recording_denials
 from campaigns.selectors import campaign_get_visible
 from core.errors import Conflict, InvalidInput, StalePreview
-from core.prepared import prepared
 
 Status = ToolInvocation.Status
 # Sent in the answering transaction, under the campaign lock: (sender=ToolInvocation,
@@ -156,20 +155,13 @@ def invocation_expire(*, invocation_id: Any) -> str:
     return ApprovalAnswer.EXPIRED
 
 
-# A cancel or a rewind reads so whether a turn has a call still waiting: compiled once
-# (core/prepared.py).
-_held_of_turn = prepared(
-    lambda campaign_id, turn_id: ToolInvocation.objects.select_for_update().filter(
-        campaign_id=campaign_id, turn_id=turn_id, status=Status.AWAITING_APPROVAL
-    )
-)
-
-
 def held_calls_withdraw(*, campaign: Campaign, turn: Any, by: Any, reason: str) -> list[str]:
     """Reject every call of `turn` still waiting (its turn is being cancelled or rewound): no
     call is left to be approved onto it. Assumes the campaign lock, in the caller's
     transaction."""
-    rows = _held_of_turn(campaign.pk, turn.pk)
+    rows = ToolInvocation.objects.select_for_update().filter(
+        campaign_id=campaign.pk, turn_id=turn.pk, status=Status.AWAITING_APPROVAL
+    )
     return held_calls_reject(campaign=campaign, rows=rows, by=by, reason=reason)
 
 

@@ -64,20 +64,16 @@ def campaign_lock(campaign_id: Any) -> Campaign:
     Every writer of the fog holds this lock, so until the holder writes a fog cell itself
     that stays true for its whole transaction: a call that writes none knows, with no read,
     that players may see all of its events (`campaigns.realtime.broadcast_on_commit`)."""
-    campaign = entities.select_row(Campaign, campaign_id, lock=True, flags=_fog_flag())
-    if campaign is None:
-        raise Campaign.DoesNotExist(f"no campaign {campaign_id}")
-    return campaign
+    locked = entities.select_row(Campaign, campaign_id, lock=True, flags=_FOG)
+    if locked is None:
+        raise Campaign.DoesNotExist(f"No campaign {campaign_id}.")
+    return locked
 
 
-def _fog_flag() -> dict[str, str]:
-    quote = connection.ops.quote_name
-    fog, campaigns = FogCell._meta, Campaign._meta
-    column = quote(fog.get_field("campaign").column)
-    return {
-        "fog_in_play": f"EXISTS (SELECT 1 FROM {quote(fog.db_table)} AS fog "
-        f"WHERE fog.{column} = {quote(campaigns.db_table)}.{quote(campaigns.pk.column)})"
-    }
+_FOG = (
+    f", EXISTS (SELECT 1 FROM {FogCell._meta.db_table} f "
+    f"WHERE f.campaign_id = {Campaign._meta.db_table}.id) AS fog_in_play"
+)
 
 
 def chain_position(campaign_id: Any) -> tuple[int, str]:
@@ -87,14 +83,13 @@ def chain_position(campaign_id: Any) -> tuple[int, str]:
     return tip.sequence + 1, tip.hash
 
 
-def log_append_sql(
-    row: ToolInvocation, *, event_seq: int, check_turn: bool
-) -> list[tuple[str, list[Any]]]:
-    """The statements that append a complete, sealed row to the log: the row, its write-set and
+def log_append_sql(row: ToolInvocation, *, event_seq: int, check_turn: bool) -> tuple[str, list]:
+    """The statement that appends a complete, sealed row to the log: the row, its write-set and
     read-set entries (`WriteSetEntry`, which conflict detection reads), and the campaign's new
-    log head and last event number; with `check_turn`, last, whether the row's turn was undone
-    (one boolean column). On PostgreSQL all of it is one statement (data-modifying CTEs);
-    elsewhere one statement each. The SQL text is made once per shape."""
+    log head and last event number; with `check_turn`, whether the row's turn was undone (one
+    boolean column). Raw SQL because the ORM cannot say it: data-modifying CTEs make it one
+    statement, where the ORM's inserts, update and check take four round trips on the
+    dispatch's hot path. The text is made once per shape."""
     db = connections[DEFAULT_DB_ALIAS]  # once: each use of the `connection` proxy looks it up
     campaign_id = _prep(Campaign._meta.pk, row.campaign_id, db)
     invocation_id = _prep(ToolInvocation._meta.pk, row.pk, db)
@@ -107,45 +102,35 @@ def log_append_sql(
         for k in keys
     ]
     params = [
-        [_prep(f, getattr(row, f.attname), db) for f in ToolInvocation._meta.concrete_fields],
-        [value for entry in entries for value in entry],
-        [row.sequence, row.row_hash, event_seq, event_seq, campaign_id],
-        [row.turn_id] if check_turn else [],
+        *(_prep(f, getattr(row, f.attname), db) for f in ToolInvocation._meta.concrete_fields),
+        *(value for entry in entries for value in entry),
+        *(row.sequence, row.row_hash, event_seq, event_seq, campaign_id),
+        *([row.turn_id] if check_turn else []),
     ]
-    shape = (db.vendor, len(entries), check_turn)
-    if shape not in _append_sql:
-        _append_sql[shape] = _append_statements(len(entries), check_turn)
-    texts = _append_sql[shape]
-    if len(texts) == 1:
-        return [(texts[0], [p for ps in params for p in ps])]
-    return [(text, ps) for text, ps in zip(texts, params, strict=False) if text]
+    return _append_sql(len(entries), check_turn), params
 
 
-_append_sql: dict[tuple[str, int, bool], list[str]] = {}
-
-
-def _append_statements(entries: int, check_turn: bool) -> list[str]:
-    """The SQL of `log_append_sql` for a row with this many entries: one text on PostgreSQL;
-    elsewhere the row's INSERT, the entries' ("" for none), the campaign's UPDATE and the turn
-    check ("" without one)."""
+@functools.cache
+def _append_sql(entries: int, check_turn: bool) -> str:
+    """The text of `log_append_sql` for a row with this many entries."""
     quote = connection.ops.quote_name
     fields = ToolInvocation._meta.concrete_fields
     entry_fields = [f for f in WriteSetEntry._meta.concrete_fields if not f.primary_key]
     campaign, turns = Campaign._meta, Turn._meta
-    texts = [
+    writes = [
         _insert_sql(ToolInvocation._meta.db_table, fields, 1),
         _insert_sql(WriteSetEntry._meta.db_table, entry_fields, entries) if entries else "",
         f"UPDATE {quote(campaign.db_table)} SET log_sequence = %s, log_head = %s, "
         f"event_seq = %s, drawn_seq = %s WHERE {quote(campaign.pk.column)} = %s",
+    ]
+    check = (
         f"SELECT EXISTS (SELECT 1 FROM {quote(turns.db_table)} WHERE "
         f"{quote(turns.pk.column)} = %s AND reverted_at IS NOT NULL)"
         if check_turn
-        else "",
-    ]
-    if connection.vendor != "postgresql":
-        return texts
-    writes = [f"w{i} AS ({text})" for i, text in enumerate(texts[:3]) if text]
-    return [f"WITH {', '.join(writes)} {texts[3] or 'SELECT 1'}"]
+        else "SELECT 1"
+    )
+    ctes = ", ".join(f"w{i} AS ({text})" for i, text in enumerate(writes) if text)
+    return f"WITH {ctes} {check}"
 
 
 def _prep(field: Any, value: Any, db: Any) -> Any:

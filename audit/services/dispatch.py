@@ -29,7 +29,6 @@ from campaigns.permissions import runs_table
 from campaigns.realtime import broadcast_on_commit, event
 from core.errors import AuditLogFailure, CallRefused, Conflict, InvalidInput
 from core.faults import UNAVAILABLE_DETAIL, is_unavailable
-from core.prepared import prepared_cursor
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -126,15 +125,14 @@ def invocation_dispatch(
     try:
         with transaction.atomic(durable=True):
             locked = campaign_lock(campaign.pk)
-            checked = _refuse_if_undone_early(turn)
             powers = _powers(locked, caller=requested_by or actor, source=source)
             ctx = ToolContext(campaign=locked, actor=actor, turn=turn, powers=powers)
             held = _held(locked, tool, model, source, ctx=ctx, data=input)
             if held is not None:
-                return _pause(tool, ctx, row_fields, locked, reason=held, turn_checked=checked)
+                return _pause(tool, ctx, row_fields, locked, reason=held)
             row = _new_row(row_fields, locked, status=ToolInvocation.Status.COMMITTED)
             event_seq = _run(tool, ctx, row, after=locked.event_seq)
-            _append(row, locked, event_seq=event_seq, turn_checked=checked)
+            _append(row, locked, event_seq=event_seq)
     except ToolRefused as refusal:
         row = _record_failed(row_fields, str(refusal), refusal=refusal, ip=ip)
         raise CallRefused(row.error, invocation=row.pk) from refusal
@@ -168,7 +166,6 @@ def _pause(
     locked: Campaign,
     *,
     reason: str,
-    turn_checked: bool,
 ) -> ToolInvocation:
     """Hold the call: its row `awaiting_approval` with the preview, `approval_requested` with
     it, and the job that expires it after APPROVAL_TIMEOUT, in the caller's transaction under
@@ -188,7 +185,7 @@ def _pause(
         after=locked.event_seq,
         fog_in_play=getattr(locked, "fog_in_play", None),
     )
-    _append(row, locked, event_seq=locked.event_seq + 1, turn_checked=turn_checked)
+    _append(row, locked, event_seq=locked.event_seq + 1)
     call_held.send(sender=ToolInvocation, row=row, expires_at=approval_deadline(row, locked))
     return row
 
@@ -227,16 +224,15 @@ def approved_call_run(held: ToolInvocation, locked: Campaign) -> ToolInvocation:
         "tool_use_id": "",
         "approval_of_id": held.pk,
     }
-    checked = _refuse_if_undone_early(held.turn)
     savepoint = transaction.savepoint()
     try:
         row = _new_row(fields, locked, status=ToolInvocation.Status.COMMITTED)
         event_seq = _run(tool, held_call_context(held, locked), row, after=locked.event_seq)
-        _append(row, locked, event_seq=event_seq, turn_checked=checked)
+        _append(row, locked, event_seq=event_seq)
     except ToolFailed as failure:
         transaction.savepoint_rollback(savepoint)
         row = _new_row(fields, locked, status=ToolInvocation.Status.FAILED, error=str(failure))
-        _append(row, locked, event_seq=locked.event_seq, turn_checked=True)
+        _append(row, locked, event_seq=locked.event_seq, check_turn=False)
         if isinstance(failure, ToolRefused):
             _record_refusal(row, failure, ip=None)
     else:
@@ -283,20 +279,23 @@ def _new_row(fields: dict[str, Any], locked: Campaign, **extra: Any) -> ToolInvo
     )
 
 
-def _append(row: ToolInvocation, locked: Campaign, *, event_seq: int, turn_checked: bool) -> None:
+def _append(
+    row: ToolInvocation, locked: Campaign, *, event_seq: int, check_turn: bool = True
+) -> None:
     """Write the complete row, sealed, with its write/read-set entries and the campaign's new
     log head and event number. Fail-closed: if this fails, the transaction rolls back with the
-    tool's mutation (AuditLogFailure). On PostgreSQL it is one statement, which also checks
-    that the row's turn was not undone (the campaign lock is held, and a statement started now
-    sees any undo committed before the lock was taken): then Conflict, and nothing stays."""
+    tool's mutation (AuditLogFailure). One statement, which with `check_turn` also checks that
+    the row's turn, if it has one, was not undone: no call joins an undone turn. The campaign
+    lock is held, which undo holds too, and a statement started now sees any undo committed
+    before the lock was taken: then Conflict, and nothing stays."""
     seal(row)
+    check_turn = check_turn and row.turn_id is not None
     undone = False
     try:
-        statements = log_append_sql(row, event_seq=event_seq, check_turn=not turn_checked)
-        with prepared_cursor() as cursor:
-            for sql, params in statements:
-                cursor.execute(sql, params)
-            if not turn_checked:
+        sql, params = log_append_sql(row, event_seq=event_seq, check_turn=check_turn)
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            if check_turn:
                 undone = bool(cursor.fetchone()[0])
     except Exception as exc:
         logger.exception("audit log insert failed for %s", row.tool_name)
@@ -310,29 +309,14 @@ def _append(row: ToolInvocation, locked: Campaign, *, event_seq: int, turn_check
 UNDONE = "This turn has been undone; no more tool calls can join it."
 
 
-def _refuse_if_undone_early(turn: Turn | None) -> bool:
-    """No call joins a turn that was undone. Checked under the campaign lock, which undo holds
-    too, so an undo racing a GM's tool call cannot leave a committed call on an undone turn.
-    On PostgreSQL the statement that writes the row checks it (no query of its own: returns
-    False); elsewhere it is checked here, before the tool runs (returns True)."""
-    if turn is None:
-        return True
-    if connection.vendor == "postgresql":
-        return False
-    if Turn.objects.filter(pk=turn.pk, reverted_at__isnull=False).exists():
-        raise Conflict(UNDONE)
-    return True
-
-
 def _record_failed(
     fields: dict[str, Any], error: str, *, refusal: ToolRefused | None = None, ip: str | None = None
 ) -> ToolInvocation:
     """The `failed` row, in a transaction of its own; a refusal's security event with it."""
     with transaction.atomic(durable=True):
         locked = campaign_lock(fields["campaign_id"])
-        checked = _refuse_if_undone_early(fields["turn"])
         row = _new_row(fields, locked, status=ToolInvocation.Status.FAILED, error=error)
-        _append(row, locked, event_seq=locked.event_seq, turn_checked=checked)
+        _append(row, locked, event_seq=locked.event_seq)
         if refusal is not None:
             _record_refusal(row, refusal, ip=ip)
         return row
@@ -484,5 +468,5 @@ def redone_call_run(
     )
     row = _new_row(fields, locked, status=ToolInvocation.Status.COMMITTED)
     event_seq = _run(tool, ctx, row, after=locked.event_seq)
-    _append(row, locked, event_seq=event_seq, turn_checked=True)
+    _append(row, locked, event_seq=event_seq, check_turn=False)
     return row

@@ -5,6 +5,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import DataError, IntegrityError, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from ai_tools import entities, registry
@@ -20,7 +21,6 @@ from campaigns.realtime import broadcast_on_commit, event
 from campaigns.security import recording_denials
 from campaigns.selectors import campaign_get_visible, turn_get
 from core.errors import Conflict, InvalidInput
-from core.prepared import prepared
 from core.queries import locked_if
 
 COMMITTED = ToolInvocation.Status.COMMITTED
@@ -280,18 +280,18 @@ def _lock_turn(campaign_id: Any, turn_id: Any, user: Any):
     return campaign, turn_get(campaign=campaign, turn_id=turn_id, lock=True)
 
 
-# The log's reads of an undo, each compiled once and prepared on the server (core/prepared.py):
-# a turn's calls, locked, newest first; the committed write-set entries after a sequence on some
-# entities, but those of the `excluded` calls; calls by id, locked or not.
-_turn_calls = prepared(
-    lambda campaign_id, turn_id: (
-        ToolInvocation.objects.select_for_update()
-        .filter(campaign_id=campaign_id, turn_id=turn_id)
-        .order_by("-sequence")
+def _turn_calls(campaign_id: Any, turn_id: Any) -> list[ToolInvocation]:
+    """A turn's calls, locked, newest first."""
+    calls = ToolInvocation.objects.select_for_update().filter(
+        campaign_id=campaign_id, turn_id=turn_id
     )
-)
-_later_entries = prepared(
-    lambda campaign_id, roots, after, excluded: (
+    return list(calls.order_by("-sequence"))
+
+
+def _later_entries(campaign_id: Any, roots: list[str], after: int, excluded: list[Any]) -> QuerySet:
+    """The committed write-set entries after a sequence on these entities, but those of the
+    `excluded` calls."""
+    return (
         WriteSetEntry.objects.filter(
             campaign_id=campaign_id,
             root__in=roots,
@@ -301,10 +301,6 @@ _later_entries = prepared(
         .exclude(invocation_id__in=excluded)
         .values_list("invocation_id", "sequence", "key")
     )
-)
-_invocations = prepared(
-    lambda ids, lock: locked_if(ToolInvocation.objects.filter(pk__in=ids), lock)
-)
 
 
 def _dependents(
@@ -331,7 +327,8 @@ def _dependents(
             for inv, seq, k in candidates
             if any(seq > s and entities.overlaps(k, w) for w, s in writes)
         }
-        frontier = _invocations(sorted(hits), lock) if hits else []
+        calls = locked_if(ToolInvocation.objects.filter(pk__in=sorted(hits)), lock)
+        frontier = list(calls) if hits else []
         found.update((r.pk, r) for r in frontier)
         if not closure:
             break

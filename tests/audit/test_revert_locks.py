@@ -2,10 +2,9 @@
 `select_for_update` the row(s) and lock the campaign), so two concurrent reverts of one call
 serialise and exactly one of them reverts.
 
-The race tests that prove it need PostgreSQL; these pin the locks themselves on every backend.
-Each SELECT the revert compiles is captured with its `select_for_update` flag (SQLite ignores the
-flag, so the flag is what can be checked there); on PostgreSQL the emitted SQL must also say
-FOR UPDATE. Dropping any of the `select_for_update` calls fails a test here on SQLite too."""
+The race tests prove it; these pin the locks themselves. Each SELECT the revert compiles is
+captured with its `select_for_update` flag and its SQL, which must say FOR UPDATE. Dropping any
+of the `select_for_update` calls fails a test here."""
 
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,7 +18,6 @@ from django.db.models.sql.query import Query
 
 from audit.models import InvocationOrigin, ToolInvocation
 from audit.services import invocation_dispatch, invocation_revert, turn_undo
-from core.prepared import _Statement
 
 pytestmark = pytest.mark.django_db
 
@@ -35,10 +33,9 @@ class Select:
 
 @contextmanager
 def compiled_selects() -> Iterator[list[Select]]:
-    """Every plain SELECT run inside the block, in order: compiled there, or a read compiled
-    once before (core/prepared.py) run with its statement."""
+    """Every plain SELECT compiled inside the block, in order."""
     seen: list[Select] = []
-    original, run = SQLCompiler.as_sql, _Statement.rows
+    original = SQLCompiler.as_sql
 
     def note(query: Query, sql: str) -> None:
         if type(query) is Query and query.model is not None:
@@ -49,14 +46,7 @@ def compiled_selects() -> Iterator[list[Select]]:
         note(self.query, sql)
         return sql, params
 
-    def prepared_spy(self, *args, **kwargs):
-        note(self.queryset.query, self.sql)
-        return run(self, *args, **kwargs)
-
-    with (
-        mock.patch.object(SQLCompiler, "as_sql", spy),
-        mock.patch.object(_Statement, "rows", prepared_spy),
-    ):
+    with mock.patch.object(SQLCompiler, "as_sql", spy):
         yield seen
 
 
@@ -66,8 +56,7 @@ def first(selects: list[Select], table: str) -> Select:
 
 def assert_locked(select: Select) -> None:
     assert select.locked, f"{select.table} read without select_for_update: {select.sql}"
-    if connection.vendor == "postgresql":
-        assert "FOR UPDATE" in select.sql, select.sql
+    assert "FOR UPDATE" in select.sql, select.sql
 
 
 def hit(world, turn, delta: int) -> ToolInvocation:

@@ -67,7 +67,7 @@ def hold(world: World, campaign: Campaign, model: str) -> None:
             locked,
             status=AWAITING,
         )
-        _append(row, locked, event_seq=locked.event_seq, turn_checked=True)
+        _append(row, locked, event_seq=locked.event_seq, check_turn=False)
 
 
 def resolve(row: ToolInvocation, outcome: str, by: Any) -> None:

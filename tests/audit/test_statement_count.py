@@ -1,25 +1,24 @@
 """The audited dispatch's SQL is fixed per tool and does not grow with the log. What the log adds
-to every call is pinned here, once per engine (OVERHEAD); what a call of a tool runs beyond it
-is declared on the tool, beside the examples it is measured with (`example_statements`), so a
-new tool declares its count in its own file and nothing here names a tool.
+to every call is pinned here (OVERHEAD); what a call of a tool runs beyond it is declared on the
+tool, beside the examples it is measured with (`example_statements`), so a new tool declares its
+count in its own file and nothing here names a tool.
 
-The log's overhead on PostgreSQL (4): BEGIN (here a savepoint: the test's transaction is
-outside), the campaign row lock (which also reads the log head and the event number), the one
-statement that writes the log (the row, its write/read-set entries, the campaign's log head and
-event number, the undone-turn check), COMMIT (here: release). On the embedded SQLite (7): the
-same, with the turn checked before the tool runs and the log written in three statements.
+The log's overhead (4): BEGIN (here a savepoint: the test's transaction is outside), the
+campaign row lock (which also reads the log head and the event number), the one statement that
+writes the log (the row, its write/read-set entries, the campaign's log head and event number,
+the undone-turn check), COMMIT (here: release).
 
-What one `modify_creature` adds (2: 6 in all on PostgreSQL, where the same write done bare runs
-5): the creature (the tool's own read, which also serves the snapshot) and the tool's UPDATE
-(which returns the row: the post-state). With the fog in play it adds one more, what players
-may see of its event (`campaigns.visibility.player_envelopes`): the broadcast's read, made at
-most once per call and only for events that name a creature not known to be a PC (a facet of
-one, or a non-PC whole) while some cell is revealed, which the campaign lock's statement tells
-(`fog_in_play`). It is counted with the tool because which events a call sends follows from what
-the tool writes (one per entity), as does the log's read-back of each row the tool wrote
-without `ToolContext.save` returning it (a row it created). A tool's own reads and writes vary
-(end_adventure unlocks an achievement per member, with a savepoint each; rest restores every
-resource); each tool says what its count is made of, beside the number."""
+What one `modify_creature` adds (2: 6 in all, where the same write done bare runs 5): the
+creature (the tool's own read, which also serves the snapshot) and the tool's UPDATE (the row
+as saved is the post-state). With the fog in play it adds one more, what players may see of its
+event (`campaigns.visibility.player_envelopes`): the broadcast's read, made at most once per
+call and only for events that name a creature not known to be a PC (a facet of one, or a non-PC
+whole) while some cell is revealed, which the campaign lock's statement tells (`fog_in_play`).
+It is counted with the tool because which events a call sends follows from what the tool writes
+(one per entity), as does the log's read-back of each row the tool wrote other than through
+`ToolContext.save` (a row it created). A tool's own reads and writes vary (end_adventure unlocks
+an achievement per member, with a savepoint each; rest restores every resource); each tool says
+what its count is made of, beside the number."""
 
 from collections.abc import Iterable
 
@@ -31,7 +30,6 @@ from ai_tools import registry
 from ai_tools.base import WriteTool
 from audit.models import ToolInvocation
 from audit.services import invocation_dispatch
-from campaigns.models import Campaign, Creature
 from tests.ai_tools.examples import example_input
 from tests.conftest import (
     World,
@@ -44,7 +42,7 @@ from tests.conftest import (
 pytestmark = pytest.mark.django_db
 
 # Statements every dispatch runs whatever its tool, BEGIN and COMMIT included.
-OVERHEAD = {"postgresql": 4, "sqlite": 7}
+OVERHEAD = 4
 
 
 def statements_beyond_the_log(world: World, tools: Iterable[WriteTool]) -> dict[str, int]:
@@ -64,7 +62,7 @@ def statements_beyond_the_log(world: World, tools: Iterable[WriteTool]) -> dict[
                     turn=turn,
                 )
             assert row.status == ToolInvocation.Status.COMMITTED, (tool.name, row.error)
-            counts[tool.name] = len(queries) - OVERHEAD[connection.vendor]
+            counts[tool.name] = len(queries) - OVERHEAD
     return counts
 
 
@@ -96,69 +94,23 @@ def test_with_the_fog_in_play_a_call_naming_a_creature_reads_what_players_may_se
                 turn=turn,
             )
         assert row.status == ToolInvocation.Status.COMMITTED, row.error
-        counts[name] = len(queries) - OVERHEAD[connection.vendor]
+        counts[name] = len(queries) - OVERHEAD
     declared = registry.write_tool("modify_creature").example_statements
     assert counts == {"hero": declared + 1, "goblin": declared + 1}
 
 
-def test_the_dispatchs_statements_are_prepared_once_per_connection_and_alone(world):
-    """The statements of a call's hot path (the campaign lock, the tool's read and write of its
-    target, the log's append) are parsed and planned once per connection and shape, not at
-    every call; nothing else the call runs is prepared (Django's cursors bind on the client;
-    the reads compiled once, `core/prepared.py`, which the world's set-up ran, are prepared
-    too, but the call runs none)."""
-    hit = {"creature_id": world.goblin.pk, "hp_delta": -1}
-    hp = Creature.objects.get(pk=world.goblin.pk).hp
-    query = "SELECT statement FROM pg_prepared_statements ORDER BY prepare_time"
-    with connection.cursor() as cursor:
-        cursor.execute(query)
-        before = {statement for (statement,) in cursor.fetchall()}
-        rows = [commit(world, "modify_creature", hit) for _ in range(3)]
-        cursor.execute(query)
-        prepared = [statement for (statement,) in cursor.fetchall() if statement not in before]
-
-    quote = connection.ops.quote_name
-    log, campaigns = ToolInvocation._meta.db_table, Campaign._meta.db_table
-    creatures = Creature._meta.db_table
-    assert len(prepared) == 4, prepared
-    lock, read, write, append = prepared
-    assert lock.startswith("SELECT ") and f"FROM {quote(campaigns)} WHERE" in lock, lock
-    assert lock.endswith(" FOR UPDATE"), lock
-    assert read.startswith("SELECT ") and f"FROM {quote(creatures)} WHERE" in read, read
-    assert write.startswith(f"UPDATE {quote(creatures)} SET ") and " RETURNING " in write, write
-    assert append.startswith(f"WITH w0 AS (INSERT INTO {quote(log)} ("), append
-    assert [row.sequence for row in rows] == [rows[0].sequence + i for i in range(3)]
-    assert ToolInvocation.objects.filter(pk__in=[row.pk for row in rows]).count() == 3
-    assert Creature.objects.get(pk=world.goblin.pk).hp == hp - 3
-
-
-def test_the_query_log_keeps_the_log_statements_text(world):
-    """While queries are logged (DEBUG, a test counting them), the log's statement runs as any
-    other, so that the log shows its text: a prepared run keeps none for it."""
-    hit = {"creature_id": world.goblin.pk, "hp_delta": -1}
-    commit(world, "modify_creature", hit)
-    with CaptureQueriesContext(connection) as queries:
-        commit(world, "modify_creature", hit)
-
-    texts = [query["sql"] for query in queries]
-    assert all(isinstance(text, str) for text in texts), texts
-    table = ToolInvocation._meta.db_table
-    assert [t for t in texts if t.startswith(f'WITH w0 AS (INSERT INTO "{table}"')], texts
-
-
-# Lookups of the connection in one dispatch, on either engine: one by each function of the hot
-# path that makes a statement (the campaign lock and its fog flag, the tool's read and write of
-# its target, the log's append and its cursor) and Django's transaction's three. Each use of
-# `django.db.connection` (a proxy) is one more: the hot path made about sixty a call before it
-# held the connection it looked up.
+# Lookups of the connection in one dispatch: Django's own for the ORM's statements (the campaign
+# lock, the tool's read and write of its target), its transaction's three, and two by the log's
+# append (its parameters and its cursor). Each use of `django.db.connection` (a proxy) is one
+# more: the append's parameters alone would make about fifty a call without the connection they
+# hold.
 CONNECTION_LOOKUPS = 9
 
 
 def test_the_dispatch_looks_the_connection_up_once_per_statement_it_makes(world, monkeypatch):
     """A use of `django.db.connection` looks the connection up again (`connections[alias]`, an
-    asgiref Local's lookup): the hot path holds the one it looked up instead, and hands that to
-    the fields that prepare its parameters and convert its rows (Django's own calls them with
-    whatever connection they are given)."""
+    asgiref Local's lookup): the log's append holds the one it looked up instead, and hands that
+    to the fields that prepare its parameters."""
     hit = {"creature_id": world.goblin.pk, "hp_delta": -1}
     commit(world, "modify_creature", hit)  # the SQL texts and the readings, made once
     handler = type(connections)

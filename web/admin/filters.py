@@ -18,7 +18,7 @@ from web.shared import ascii_uuid
 BLANK = "-"
 
 # One index probe per distinct value (a "loose index scan"): each step asks the index for the
-# smallest value above the previous one.
+# smallest value above the previous one. Raw SQL: the ORM cannot say a recursive CTE.
 SKIP_SCAN_SQL = """
     WITH RECURSIVE found(value) AS (
         SELECT MIN({column}) FROM {table}

@@ -42,7 +42,11 @@ class NoInput(StrictSerializer):
 
 
 def _turn_body(request: Request, campaign_id: Any, turn_id: int) -> dict[str, Any]:
-    campaign = visible_campaign(request, campaign_id)
+    return _turn_data(visible_campaign(request, campaign_id), turn_id)
+
+
+def _turn_data(campaign: Any, turn_id: int) -> dict[str, Any]:
+    """A turn as the turn list reads it (its messages and calls with it)."""
     return TurnSerializer(turn_list(campaign=campaign).get(pk=turn_id)).data
 
 
@@ -161,8 +165,7 @@ class TurnListView(ApiListView):
             run_gm=data["run_gm"],
             ip=client_ip(request),
         )
-        # The turn as it was written (its message known: `turn_create`), not read again.
-        return Response(TurnSerializer(turn).data, status=status.HTTP_201_CREATED)
+        return Response(_turn_data(campaign, turn.pk), status=status.HTTP_201_CREATED)
 
 
 @extend_schema(tags=["turns"])
