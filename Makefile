@@ -48,8 +48,6 @@ lint: install-dev
 bench: install-dev
 	$(BIN)/python bench/dispatch_overhead.py $(BENCH_ARGS)
 	$(BIN)/python bench/peer_overhead.py $(BENCH_ARGS)
-	$(BIN)/python bench/prepared_reads.py $(BENCH_ARGS)
-	$(BIN)/python bench/server_prepared.py $(BENCH_ARGS)
 	$(BIN)/python bench/undo_scale.py $(BENCH_ARGS)
 	$(BIN)/python bench/ws_fanout.py $(BENCH_ARGS)
 	$(BIN)/python bench/table_load.py $(BENCH_ARGS)

@@ -47,8 +47,10 @@ def notify_enqueued(sender: Any, instance: Any, created: bool, using: str, **kwa
     if created:
         later = instance.run_after != get_date_max() and instance.run_after > timezone.now()
         with connection.cursor() as cursor:
+            # pg_notify(): NOTIFY takes no bound parameter (its payload is a literal).
             cursor.execute(
-                f"NOTIFY {CHANNEL}, %s", [instance.run_after.isoformat() if later else ""]
+                "SELECT pg_notify(%s, %s)",
+                [CHANNEL, instance.run_after.isoformat() if later else ""],
             )
 
 

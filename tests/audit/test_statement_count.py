@@ -30,6 +30,7 @@ from ai_tools import registry
 from ai_tools.base import WriteTool
 from audit.models import ToolInvocation
 from audit.services import invocation_dispatch
+from campaigns.models import Campaign, Creature
 from tests.ai_tools.examples import example_input
 from tests.conftest import (
     World,
@@ -126,3 +127,27 @@ def test_the_dispatch_looks_the_connection_up_once_per_statement_it_makes(world,
 
     assert row.status == ToolInvocation.Status.COMMITTED, row.error
     assert 0 < len(looked_up) <= CONNECTION_LOOKUPS, len(looked_up)
+
+
+def test_the_dispatchs_statements_are_prepared_on_the_server_once_run_a_few_times(world):
+    """Parameters are bound on the server and a statement a connection keeps running is parsed
+    and planned there once (settings: `server_side_binding`, psycopg's `prepare_threshold`): the
+    hot path's lock, the tool's read and write of its target and the log's append are prepared
+    after a few calls, whatever their values."""
+    query = "SELECT statement FROM pg_prepared_statements"
+    with connection.cursor() as cursor:
+        cursor.execute(query)
+        before = {statement for (statement,) in cursor.fetchall()}
+        for hp_delta in range(1, 8):
+            commit(world, "modify_creature", {"creature_id": world.goblin.pk, "hp_delta": -1})
+            commit(world, "modify_creature", {"creature_id": world.goblin.pk, "hp_delta": hp_delta})
+        cursor.execute(query)
+        prepared = {statement for (statement,) in cursor.fetchall()} - before
+
+    quote = connection.ops.quote_name
+    campaigns, creatures = quote(Campaign._meta.db_table), quote(Creature._meta.db_table)
+    log = quote(ToolInvocation._meta.db_table)
+    assert any(f"FROM {campaigns} WHERE" in s and s.endswith("FOR UPDATE") for s in prepared)
+    assert any(s.startswith("SELECT ") and f"FROM {creatures} WHERE" in s for s in prepared)
+    assert any(s.startswith(f"UPDATE {creatures} SET ") for s in prepared), prepared
+    assert any(s.startswith(f"WITH w0 AS (INSERT INTO {log} (") for s in prepared), prepared
