@@ -47,7 +47,6 @@ lint: install-dev
 # `bench-smoke` runs each at tiny sizes in seconds: CI's check that none has rotted.
 bench: install-dev
 	$(BIN)/python bench/dispatch_overhead.py $(BENCH_ARGS)
-	$(BIN)/python bench/peer_overhead.py $(BENCH_ARGS)
 	$(BIN)/python bench/undo_scale.py $(BENCH_ARGS)
 	$(BIN)/python bench/ws_fanout.py $(BENCH_ARGS)
 	$(BIN)/python bench/table_load.py $(BENCH_ARGS)
