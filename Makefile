@@ -51,7 +51,6 @@ bench: install-dev
 	$(BIN)/python bench/ws_fanout.py $(BENCH_ARGS)
 	$(BIN)/python bench/table_load.py $(BENCH_ARGS)
 	$(BIN)/python bench/capacity.py $(BENCH_ARGS)
-	$(BIN)/python bench/asgi_handler.py $(BENCH_ARGS)
 	$(BIN)/python bench/asgi_servers.py $(BENCH_ARGS)
 	$(BIN)/python bench/admin_changelist.py $(BENCH_ARGS)
 	$(BIN)/python bench/analytics_scale.py $(BENCH_ARGS)

@@ -14,10 +14,10 @@ websockets (sans-I/O) protocol, lifespan on, access log on for both).
 
 HTTP: one server of each kind runs at once; each round runs `players` players' closed loop
 against one for `seconds`, then against the other (which goes first alternates round by round,
-so the host's noise hits both alike), as bench/asgi_handler.py does: each player posts a turn, a
-`modify_creature` call on their own character into it, reads `/state/` (with their
-`Authorization: Token`) and then the board's HTML fragment (`/campaigns/{id}/board/`, with their
-session cookie, as the page fetches it). Reported per server: its process's CPU per request
+so the host's noise hits both alike): each player posts a turn, a `modify_creature` call on
+their own character into it, reads `/state/` (with their `Authorization: Token`) and then the
+board's HTML fragment (`/campaigns/{id}/board/`, with their session cookie, as the page fetches
+it). Reported per server: its process's CPU per request
 (user + system, /proc: the figure the host's noise moves least), requests per second, p50/p95
 of the round trips.
 
@@ -38,27 +38,25 @@ and every socket every event.
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
 from typing import Any
 
 from _setup import django_on_postgres, production_environment, sizes
-from asgi_handler import phase, with_heroes
 from table_load import _http
 from ws_fanout import (
     AUTOBAHN_HELP,
     TIMEOUT,
     Row,
     build_table,
+    cpu_seconds,
     measure,
     percentile,
     start_servers,
     stop_servers,
 )
-
-APP = "config.asgi:application"
-
 
 SERVERS = {
     "Daphne": lambda port, app: [
@@ -74,6 +72,27 @@ SERVERS = {
 
 
 # -- HTTP ----------------------------------------------------------------------------------------
+
+
+def with_heroes(table: dict[str, Any]) -> dict[str, Any]:
+    """The table with each player's own character, by token: what their tool calls act on."""
+    from rest_framework.authtoken.models import Token
+
+    from campaigns.services import creature_create
+
+    heroes = {}
+    for key in table["tokens"]:
+        user = Token.objects.select_related("user").get(key=key).user
+        heroes[key] = creature_create(
+            campaign=table["campaign"],
+            by=table["owner"],
+            name=f"Hero of {user.username}",
+            kind="pc",
+            hp=10**6,
+            max_hp=10**6,
+            controlled_by=user,
+        ).pk
+    return {**table, "heroes": heroes}
 
 
 def with_sessions(table: dict[str, Any]) -> dict[str, Any]:
@@ -135,6 +154,26 @@ def play(port: int, table: dict[str, Any], token: str, deadline: float, out: dic
             return
 
 
+def phase(server: tuple[Any, int], table: dict[str, Any], seconds: int) -> dict[str, Any]:
+    """The players' closed loop against one server: requests, CPU seconds, wall seconds, ms."""
+    process, port = server
+    out: dict[str, list] = {"ms": [], "problems": []}
+    deadline = time.monotonic() + seconds
+    cpu, started = cpu_seconds([process.pid]), time.monotonic()
+    players = [
+        threading.Thread(target=play, args=(port, table, token, deadline, out))
+        for token in table["tokens"]
+    ]
+    for player in players:
+        player.start()
+    for player in players:
+        player.join()
+    wall, cpu = time.monotonic() - started, cpu_seconds([process.pid]) - cpu
+    if out["problems"]:
+        raise SystemExit(f"port {port}: {out['problems'][:3]}")
+    return {"requests": len(out["ms"]), "cpu": cpu, "wall": wall, "ms": out["ms"]}
+
+
 def http_side_by_side(rounds: int, seconds: int, players: int) -> dict[str, list[dict]]:
     table = with_sessions(with_heroes(build_table(players)))
     servers = {}
@@ -142,13 +181,13 @@ def http_side_by_side(rounds: int, seconds: int, players: int) -> dict[str, list
         try:
             for name, command in SERVERS.items():
                 with tempfile.TemporaryDirectory(dir=logs) as own:
-                    servers[name] = start_servers(1, own, [APP], command)[0]
+                    servers[name] = start_servers(1, own, command)[0]
             for server in servers.values():  # warm each server's path; not counted
-                phase(server, table, 1, play)
+                phase(server, table, 1)
             results: dict[str, list[dict]] = {name: [] for name in SERVERS}
             for i in range(rounds):
                 for name in list(SERVERS)[:: 1 if i % 2 == 0 else -1]:
-                    results[name].append(phase(servers[name], table, seconds, play))
+                    results[name].append(phase(servers[name], table, seconds))
         finally:
             stop_servers(list(servers.values()))
     return results
@@ -180,7 +219,7 @@ def fanout_side_by_side(undos: int, servers: int, counts: list[int], client: str
                 for name in order:
                     connections.close_all()
                     with tempfile.TemporaryDirectory(dir=logs) as own:
-                        running = start_servers(topology, own, None, SERVERS[name])
+                        running = start_servers(topology, own, SERVERS[name])
                         try:
                             row = measure(running, clients, undos, client)
                             rows.append((topology, clients, name, row))

@@ -288,25 +288,18 @@ def daphne(port: int, app: str) -> list[str]:
 
 
 def start_servers(
-    count: int,
-    log_dir: str,
-    apps: list[str] | None = None,
-    command: Callable[[int, str], list[str]] = daphne,
+    count: int, log_dir: str, command: Callable[[int, str], list[str]] = daphne
 ) -> list[tuple[subprocess.Popen, int]]:
-    """`count` server processes on free ports (`command(port, app)`, Daphne by default), sharing
-    this process's environment (database, Redis, keys), each ready to accept connections; the
-    i-th serves `apps[i]` (default: the app, `config.asgi:application`; `bench/` is on their
-    PYTHONPATH for the benchmarks' variants)."""
-    apps = apps or ["config.asgi:application"] * count
-    environment = {**os.environ, "PYTHONPATH": os.path.join(ROOT, "bench")}
+    """`count` server processes serving the app (`config.asgi:application`) on free ports
+    (`command(port, app)`, Daphne by default), sharing this process's environment (database,
+    Redis, keys), each ready to accept connections."""
     servers = []
     for i in range(count):
         port = free_port()
         with open(os.path.join(log_dir, f"daphne-{i}.log"), "w") as log:
             process = subprocess.Popen(
-                command(port, apps[i]),
+                command(port, "config.asgi:application"),
                 cwd=ROOT,
-                env=environment,
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
