@@ -2,8 +2,8 @@
 (`config.asgi:application`) with production settings on PostgreSQL and Redis: what an HTTP
 request costs each server, and how fast an undo's event reaches N websocket clients through each.
 
-    .venv/bin/python bench/asgi_servers.py [--smoke] [--autobahn] [rounds] [seconds] [players]
-                                           [undos] [servers] [N ...]
+    .venv/bin/python bench/asgi_servers.py [--smoke] [rounds] [seconds] [players] [undos]
+                                           [servers] [N ...]
 
 (REDIS_URL, the channels-redis server, defaults to the embedded one's database 4; the database is a
 fresh one, dropped at the end.)
@@ -26,9 +26,8 @@ event at each of N sockets, the clients in other processes, one host clock), wit
 `servers` processes of one kind behind the same Redis, N = each count; for each row both kinds
 run in turn, the first alternating row by row. Reported: p50/p95/p99 of the receipts, the time
 to a round's first receipt (the undo itself), the undo request's own round trip, the servers'
-CPU per round (a hit's and an undo's fan-out) and the client processes' (on this same host,
-where a browser's would not be: picows's client, or with `--autobahn` autobahn's, which costs
-them about three times as much).
+CPU per round (a hit's and an undo's fan-out) and the client processes' (picows's client, on
+this same host, where a browser's would not be).
 
 Then the ratios uvicorn / Daphne of each figure (below 1: uvicorn spends or waits less).
 A benchmark, not a test: it asserts no figure, only that every request got its expected answer
@@ -47,7 +46,6 @@ from typing import Any
 from _setup import django_on_postgres, production_environment, sizes
 from table_load import _http
 from ws_fanout import (
-    AUTOBAHN_HELP,
     TIMEOUT,
     Row,
     build_table,
@@ -206,9 +204,8 @@ def http_figures(runs: list[dict]) -> dict[str, float]:
 # -- fan-out -------------------------------------------------------------------------------------
 
 
-def fanout_side_by_side(undos: int, servers: int, counts: list[int], client: str) -> list[tuple]:
-    """(processes, N, server kind, Row) for every row, both kinds in turn, the sockets
-    `client`'s (`ws_fanout.CLIENTS`)."""
+def fanout_side_by_side(undos: int, servers: int, counts: list[int]) -> list[tuple]:
+    """(processes, N, server kind, Row) for every row, both kinds in turn."""
     from django.db import connections
 
     rows = []
@@ -221,7 +218,7 @@ def fanout_side_by_side(undos: int, servers: int, counts: list[int], client: str
                     with tempfile.TemporaryDirectory(dir=logs) as own:
                         running = start_servers(topology, own, SERVERS[name])
                         try:
-                            row = measure(running, clients, undos, client)
+                            row = measure(running, clients, undos)
                             rows.append((topology, clients, name, row))
                         finally:
                             stop_servers(running)
@@ -250,17 +247,10 @@ def ratios(figures: dict[str, dict[str, float]]) -> str:
 
 
 def main(
-    rounds: int,
-    seconds: int,
-    players: int,
-    undos: int,
-    servers: int,
-    counts: list[int],
-    autobahn: bool = False,
+    rounds: int, seconds: int, players: int, undos: int, servers: int, counts: list[int]
 ) -> None:
-    client = "autobahn" if autobahn else "picows"
     http = http_side_by_side(rounds, seconds, players)
-    fanout = fanout_side_by_side(undos, servers, counts, client)
+    fanout = fanout_side_by_side(undos, servers, counts)
 
     print(
         f"HTTP: {players} players, closed loop, {rounds} rounds x {seconds} s per server, "
@@ -275,7 +265,7 @@ def main(
 
     print(
         f"\nFan-out: undo request -> interaction_reverted at each client; {undos} undos per row "
-        f"(+1 warm-up), PostgreSQL + Redis, {client} clients in other processes; one host clock"
+        "(+1 warm-up), PostgreSQL + Redis, picows clients in other processes; one host clock"
     )
     header = [
         *("p50 ms", "p95 ms", "p99 ms", "first p50"),
@@ -312,7 +302,6 @@ if __name__ == "__main__":
             "counts": [200, 1000],
         },
         smoke={"rounds": 1, "seconds": 1, "players": 2, "undos": 2, "servers": 2, "counts": [10]},
-        switches={"autobahn": AUTOBAHN_HELP},
     )
 
     production_environment()
