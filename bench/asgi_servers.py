@@ -301,7 +301,7 @@ if __name__ == "__main__":
             "servers": 2,
             "counts": [200, 1000],
         },
-        smoke={"rounds": 1, "seconds": 1, "players": 2, "undos": 2, "servers": 2, "counts": [10]},
+        smoke={"rounds": 1, "seconds": 1, "players": 2, "undos": 1, "servers": 1, "counts": [2]},
     )
 
     production_environment()

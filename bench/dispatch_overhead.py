@@ -60,7 +60,7 @@ if __name__ == "__main__":
     run = sizes(
         __doc__,
         full={"iterations": 500, "warmup": 20},
-        smoke={"iterations": 20, "warmup": 2},
+        smoke={"iterations": 5, "warmup": 1},
     )
 
     production_environment()

@@ -906,13 +906,13 @@ if __name__ == "__main__":
             "scale": [1, 8],
         },
         smoke={
-            "campaigns": 2,
+            "campaigns": 1,
             "players": 2,
-            "seconds": 5,
-            "think_ms": 300,
+            "seconds": 4,
+            "think_ms": 150,
             "servers": 1,
             "workers": 1,
-            "scale_seconds": 2,
+            "scale_seconds": 1,
             "scale": [1, 2],
         },
     )

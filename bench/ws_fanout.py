@@ -450,7 +450,7 @@ if __name__ == "__main__":
     run = sizes(
         __doc__,
         full={"rounds": 20, "servers": 2, "counts": [10, 50, 200]},
-        smoke={"rounds": 2, "servers": 1, "counts": [10]},
+        smoke={"rounds": 1, "servers": 1, "counts": [2]},
     )
     production_environment()
     with django_on_postgres("ws_fanout"):
