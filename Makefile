@@ -47,12 +47,10 @@ lint: install-dev
 # `bench-smoke` runs each at tiny sizes in seconds: CI's check that none has rotted.
 bench: install-dev
 	$(BIN)/python bench/dispatch_overhead.py $(BENCH_ARGS)
-	$(BIN)/python bench/peer_overhead.py $(BENCH_ARGS)
 	$(BIN)/python bench/undo_scale.py $(BENCH_ARGS)
 	$(BIN)/python bench/ws_fanout.py $(BENCH_ARGS)
 	$(BIN)/python bench/table_load.py $(BENCH_ARGS)
 	$(BIN)/python bench/capacity.py $(BENCH_ARGS)
-	$(BIN)/python bench/asgi_handler.py $(BENCH_ARGS)
 	$(BIN)/python bench/asgi_servers.py $(BENCH_ARGS)
 	$(BIN)/python bench/admin_changelist.py $(BENCH_ARGS)
 	$(BIN)/python bench/analytics_scale.py $(BENCH_ARGS)

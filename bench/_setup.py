@@ -1,17 +1,21 @@
 """Shared set-up for benchmarks: sizes from the command line (`--smoke` for tiny ones), the
 environment of production's settings for a bench that measures as production runs, and a
-PostgreSQL database of their own, migrated, Django ready, dropped afterwards. The engines are the
-app's: BENCH_PG (a server's URL, no database) and REDIS_URL, else the embedded ones under
-DATA_DIR (config/embedded.py), Redis's database 4 (its fragment-cache keys stay apart)."""
+PostgreSQL database of their own, migrated (a copy of a template migrated once), Django ready,
+dropped afterwards. The engines are the app's: BENCH_PG (a server's URL, no database) and
+REDIS_URL, else the embedded ones under DATA_DIR (config/embedded.py), Redis's database 4 (its
+fragment-cache keys stay apart)."""
 
 import argparse
+import hashlib
 import os
+import re
 import secrets
 import signal
+import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -86,20 +90,56 @@ def django_on_postgres(name: str) -> Iterator[None]:
     database = f"{prefix}_{name}_{uuid.uuid4().hex[:8]}"
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{database}"')
+        try:
+            template = f"{prefix}_template_{schema_digest()}"
+            conn.execute(f'CREATE DATABASE "{database}" TEMPLATE "{template}"')
+        except psycopg.errors.InvalidCatalogName:  # none of this schema yet
+            template = template_make(conn, base, prefix)
+            conn.execute(f'CREATE DATABASE "{database}" TEMPLATE "{template}"')
     try:
-        _django_setup(f"{base}/{database}")
+        os.environ["DATABASE_URL"] = f"{base}/{database}"
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+        import django
+
+        django.setup()
         yield
     finally:  # FORCE ends the sessions still open, this process's and its threads'
         with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
 
 
-def _django_setup(url: str) -> None:
-    os.environ["DATABASE_URL"] = url
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    import django
-    from django.core.management import call_command
+def schema_digest() -> str:
+    """What the schema is made of: the project's migrations and the pinned packages (theirs)."""
+    digest = hashlib.sha256()
+    for path in [*sorted(ROOT.glob("*/migrations/*.py")), ROOT / "requirements.txt"]:
+        digest.update(str(path.relative_to(ROOT)).encode() + path.read_bytes())
+    return digest.hexdigest()[:16]
 
-    django.setup()
-    call_command("migrate", verbosity=0)
+
+def template_make(conn: Any, base: str, prefix: str) -> str:
+    """The database that each run copies, migrated, `<prefix>_template_<schema_digest()>`:
+    migrating costs every bench seconds of CPU (Django renders the models of every migration),
+    a copy a fraction of one. Migrated under a name of its own and then renamed, so that of two
+    runs making it at once one keeps it; the templates of the schema's earlier states go."""
+    import psycopg
+
+    template = f"{prefix}_template_{schema_digest()}"
+    draft = f"{template}_{uuid.uuid4().hex[:8]}"
+    conn.execute(f'CREATE DATABASE "{draft}"')
+    try:
+        subprocess.run(
+            [sys.executable, "manage.py", "migrate", "--verbosity", "0"],
+            cwd=ROOT,
+            env={**os.environ, "DATABASE_URL": f"{base}/{draft}"},
+            check=True,
+        )
+        conn.execute(f'ALTER DATABASE "{draft}" RENAME TO "{template}"')
+    except psycopg.errors.DuplicateDatabase:
+        pass  # another run's
+    finally:
+        conn.execute(f'DROP DATABASE IF EXISTS "{draft}"')
+    for (name,) in conn.execute("SELECT datname FROM pg_database").fetchall():
+        if name != template and re.fullmatch(rf"{prefix}_template_[0-9a-f]{{16}}", name):
+            with suppress(psycopg.errors.ObjectInUse):  # a run copying it: left to the next
+                conn.execute(f'DROP DATABASE "{name}"')
+    return template

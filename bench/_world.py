@@ -1,6 +1,5 @@
 """The worlds the benchmarks play in: a monster in a fresh campaign, hit for one HP through the
-audited dispatch or bare (lock the campaign row, read the creature, lower its HP); and a table
-of five as the capacity bench seats it."""
+audited dispatch; and a table of five as the capacity bench seats it."""
 
 import uuid
 from typing import Any
@@ -67,14 +66,3 @@ def audited_hit(campaign: Any, owner: Any, monster: Any, turn: Any = None) -> An
     )
     assert row.status == row.Status.COMMITTED, row.error
     return row
-
-
-def bare_hit(campaign: Any, model: type, pk: Any) -> None:
-    """The same write done bare, inside the caller's transaction: lock the campaign row, read
-    the creature (of `model`), lower its HP."""
-    from campaigns.models import Campaign
-
-    Campaign.objects.select_for_update().get(pk=campaign.pk)
-    creature = model.objects.get(campaign=campaign, pk=pk)
-    creature.hp = max(0, creature.hp - 1)
-    creature.save(update_fields=["hp"])

@@ -2,8 +2,8 @@
 (`config.asgi:application`) with production settings on PostgreSQL and Redis: what an HTTP
 request costs each server, and how fast an undo's event reaches N websocket clients through each.
 
-    .venv/bin/python bench/asgi_servers.py [--smoke] [--autobahn] [rounds] [seconds] [players]
-                                           [undos] [servers] [N ...]
+    .venv/bin/python bench/asgi_servers.py [--smoke] [rounds] [seconds] [players] [undos]
+                                           [servers] [N ...]
 
 (REDIS_URL, the channels-redis server, defaults to the embedded one's database 4; the database is a
 fresh one, dropped at the end.)
@@ -14,10 +14,10 @@ websockets (sans-I/O) protocol, lifespan on, access log on for both).
 
 HTTP: one server of each kind runs at once; each round runs `players` players' closed loop
 against one for `seconds`, then against the other (which goes first alternates round by round,
-so the host's noise hits both alike), as bench/asgi_handler.py does: each player posts a turn, a
-`modify_creature` call on their own character into it, reads `/state/` (with their
-`Authorization: Token`) and then the board's HTML fragment (`/campaigns/{id}/board/`, with their
-session cookie, as the page fetches it). Reported per server: its process's CPU per request
+so the host's noise hits both alike): each player posts a turn, a `modify_creature` call on
+their own character into it, reads `/state/` (with their `Authorization: Token`) and then the
+board's HTML fragment (`/campaigns/{id}/board/`, with their session cookie, as the page fetches
+it). Reported per server: its process's CPU per request
 (user + system, /proc: the figure the host's noise moves least), requests per second, p50/p95
 of the round trips.
 
@@ -26,9 +26,8 @@ event at each of N sockets, the clients in other processes, one host clock), wit
 `servers` processes of one kind behind the same Redis, N = each count; for each row both kinds
 run in turn, the first alternating row by row. Reported: p50/p95/p99 of the receipts, the time
 to a round's first receipt (the undo itself), the undo request's own round trip, the servers'
-CPU per round (a hit's and an undo's fan-out) and the client processes' (on this same host,
-where a browser's would not be: picows's client, or with `--autobahn` autobahn's, which costs
-them about three times as much).
+CPU per round (a hit's and an undo's fan-out) and the client processes' (picows's client, on
+this same host, where a browser's would not be).
 
 Then the ratios uvicorn / Daphne of each figure (below 1: uvicorn spends or waits less).
 A benchmark, not a test: it asserts no figure, only that every request got its expected answer
@@ -38,27 +37,24 @@ and every socket every event.
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
 from typing import Any
 
 from _setup import django_on_postgres, production_environment, sizes
-from asgi_handler import phase, with_heroes
 from table_load import _http
 from ws_fanout import (
-    AUTOBAHN_HELP,
     TIMEOUT,
     Row,
     build_table,
+    cpu_seconds,
     measure,
     percentile,
     start_servers,
     stop_servers,
 )
-
-APP = "config.asgi:application"
-
 
 SERVERS = {
     "Daphne": lambda port, app: [
@@ -74,6 +70,27 @@ SERVERS = {
 
 
 # -- HTTP ----------------------------------------------------------------------------------------
+
+
+def with_heroes(table: dict[str, Any]) -> dict[str, Any]:
+    """The table with each player's own character, by token: what their tool calls act on."""
+    from rest_framework.authtoken.models import Token
+
+    from campaigns.services import creature_create
+
+    heroes = {}
+    for key in table["tokens"]:
+        user = Token.objects.select_related("user").get(key=key).user
+        heroes[key] = creature_create(
+            campaign=table["campaign"],
+            by=table["owner"],
+            name=f"Hero of {user.username}",
+            kind="pc",
+            hp=10**6,
+            max_hp=10**6,
+            controlled_by=user,
+        ).pk
+    return {**table, "heroes": heroes}
 
 
 def with_sessions(table: dict[str, Any]) -> dict[str, Any]:
@@ -135,6 +152,26 @@ def play(port: int, table: dict[str, Any], token: str, deadline: float, out: dic
             return
 
 
+def phase(server: tuple[Any, int], table: dict[str, Any], seconds: int) -> dict[str, Any]:
+    """The players' closed loop against one server: requests, CPU seconds, wall seconds, ms."""
+    process, port = server
+    out: dict[str, list] = {"ms": [], "problems": []}
+    deadline = time.monotonic() + seconds
+    cpu, started = cpu_seconds([process.pid]), time.monotonic()
+    players = [
+        threading.Thread(target=play, args=(port, table, token, deadline, out))
+        for token in table["tokens"]
+    ]
+    for player in players:
+        player.start()
+    for player in players:
+        player.join()
+    wall, cpu = time.monotonic() - started, cpu_seconds([process.pid]) - cpu
+    if out["problems"]:
+        raise SystemExit(f"port {port}: {out['problems'][:3]}")
+    return {"requests": len(out["ms"]), "cpu": cpu, "wall": wall, "ms": out["ms"]}
+
+
 def http_side_by_side(rounds: int, seconds: int, players: int) -> dict[str, list[dict]]:
     table = with_sessions(with_heroes(build_table(players)))
     servers = {}
@@ -142,13 +179,13 @@ def http_side_by_side(rounds: int, seconds: int, players: int) -> dict[str, list
         try:
             for name, command in SERVERS.items():
                 with tempfile.TemporaryDirectory(dir=logs) as own:
-                    servers[name] = start_servers(1, own, [APP], command)[0]
+                    servers[name] = start_servers(1, own, command)[0]
             for server in servers.values():  # warm each server's path; not counted
-                phase(server, table, 1, play)
+                phase(server, table, 1)
             results: dict[str, list[dict]] = {name: [] for name in SERVERS}
             for i in range(rounds):
                 for name in list(SERVERS)[:: 1 if i % 2 == 0 else -1]:
-                    results[name].append(phase(servers[name], table, seconds, play))
+                    results[name].append(phase(servers[name], table, seconds))
         finally:
             stop_servers(list(servers.values()))
     return results
@@ -167,9 +204,8 @@ def http_figures(runs: list[dict]) -> dict[str, float]:
 # -- fan-out -------------------------------------------------------------------------------------
 
 
-def fanout_side_by_side(undos: int, servers: int, counts: list[int], client: str) -> list[tuple]:
-    """(processes, N, server kind, Row) for every row, both kinds in turn, the sockets
-    `client`'s (`ws_fanout.CLIENTS`)."""
+def fanout_side_by_side(undos: int, servers: int, counts: list[int]) -> list[tuple]:
+    """(processes, N, server kind, Row) for every row, both kinds in turn."""
     from django.db import connections
 
     rows = []
@@ -180,9 +216,9 @@ def fanout_side_by_side(undos: int, servers: int, counts: list[int], client: str
                 for name in order:
                     connections.close_all()
                     with tempfile.TemporaryDirectory(dir=logs) as own:
-                        running = start_servers(topology, own, None, SERVERS[name])
+                        running = start_servers(topology, own, SERVERS[name])
                         try:
-                            row = measure(running, clients, undos, client)
+                            row = measure(running, clients, undos)
                             rows.append((topology, clients, name, row))
                         finally:
                             stop_servers(running)
@@ -211,17 +247,10 @@ def ratios(figures: dict[str, dict[str, float]]) -> str:
 
 
 def main(
-    rounds: int,
-    seconds: int,
-    players: int,
-    undos: int,
-    servers: int,
-    counts: list[int],
-    autobahn: bool = False,
+    rounds: int, seconds: int, players: int, undos: int, servers: int, counts: list[int]
 ) -> None:
-    client = "autobahn" if autobahn else "picows"
     http = http_side_by_side(rounds, seconds, players)
-    fanout = fanout_side_by_side(undos, servers, counts, client)
+    fanout = fanout_side_by_side(undos, servers, counts)
 
     print(
         f"HTTP: {players} players, closed loop, {rounds} rounds x {seconds} s per server, "
@@ -236,7 +265,7 @@ def main(
 
     print(
         f"\nFan-out: undo request -> interaction_reverted at each client; {undos} undos per row "
-        f"(+1 warm-up), PostgreSQL + Redis, {client} clients in other processes; one host clock"
+        "(+1 warm-up), PostgreSQL + Redis, picows clients in other processes; one host clock"
     )
     header = [
         *("p50 ms", "p95 ms", "p99 ms", "first p50"),
@@ -272,8 +301,7 @@ if __name__ == "__main__":
             "servers": 2,
             "counts": [200, 1000],
         },
-        smoke={"rounds": 1, "seconds": 1, "players": 2, "undos": 2, "servers": 2, "counts": [10]},
-        switches={"autobahn": AUTOBAHN_HELP},
+        smoke={"rounds": 1, "seconds": 1, "players": 2, "undos": 1, "servers": 1, "counts": [2]},
     )
 
     production_environment()

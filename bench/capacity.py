@@ -26,10 +26,10 @@ server's own Origin. Each table acts at random moments, one action every `gap` s
 average (15) (exponential gaps: open loop, a slow server does not slow the arrivals), by one of its
 players at random: a turn for the GM, a dice roll, a move of the player's own token, now and
 then (about every tenth turn) an undo of the table's latest GM turn by its player, through the
-undo dialog (its plan, then the undo). A GM call the policy holds (an attack on another
-player's character) is approved by the owner's page 1-3 s after it appeared (that wait is no
-one's latency). Every page emulates static/js/table/ (`Page` below: which fragment each event
-fetches, board.js's coalescing, socket.js's ordering and resync).
+undo dialog (its plan, then the undo unless the plan is blocked). A GM call the policy holds
+(an attack on another player's character) is approved by the owner's page 1-3 s after it
+appeared (that wait is no one's latency). Every page emulates static/js/table/ (`Page` below:
+which fragment each event fetches, board.js's coalescing, socket.js's ordering and resync).
 
 **Each step** (`steps`: the number of tables, each step `seconds` long; the tables of a step
 are those of the step before and new ones) prints, for what a player feels, p50/p95/p99 of:
@@ -175,9 +175,9 @@ def http_request(
 # -- the page: which fetches each event makes ---------------------------------------------------
 
 TURN_LI = re.compile(r'<li class="turn( undone)?" data-turn="(\d+)"[^>]*? data-status="(\w+)"')
-MESSAGE = re.compile(r'data-message="(\d+)"')
-ROLL = re.compile(r'data-roll="(\d+)"')
-CHANGE = re.compile(r'data-change="([^"]+)"')
+# An entry outside any turn as feed.js finds it, a `<li>` of the feed naming it: a change's
+# drawing does, a roll's does not (its `data-roll` is on the roll inside), only its held place.
+ENTRY = re.compile(r'<li [^>]*?data-(roll|change)="([^"]+)"')
 SEQ = re.compile(r'data-seq="(\d+)"')
 WAITING = {"queued", "running", "awaiting_approval"}  # static/js/table/waiting.js
 APPROVAL_FORM = re.compile(r'<form class="approval-answer" data-invocation="([^"]+)"')
@@ -191,51 +191,63 @@ class DrawnTurn:
     status: str
     undone: bool
     streaming: bool  # it holds the hidden GM message a stream writes into
-    calls: bool
+    calls: bool  # its calls shown (`:scope > .calls`), not folded into an undone turn's details
 
 
 class Page:
     """One open campaign page: for each event, the fetches static/js/table/*.js makes. Copied
     from (keep in step with) the JavaScript:
 
-    - socket.js asks for the board (`?fragments=board,turn,roll,change,approvals`): after
-      `state_changed`,
-      `invocation_reverted`, `interaction_reverted` or `member_added` the server sends it as a
-      `fragment` message (board.js swaps it in; its time is the event's arrival -> the board's
-      that reflects it); a `fragment` with `html` null -> GET board/ (board.js's refreshBoard:
-      one fetch in flight, and at most one more after it however many asked meanwhile).
-    - ... and for the turns: after `message_created`, `gm_turn_completed`,
+    - socket.js asks for the board, the turns, the entries outside any turn and the approval
+      card (`?fragments=board,turn,roll,change,approvals`): the server sends each down the
+      socket after the events that change it (web/pages/fragments.py), `html` null when it
+      could not draw it (then fetched). Events go in seq order; one past a gap waits
+      REORDER_WAIT for the missing ones, then the page resyncs: GET feed/ (the feed whole),
+      then the board, then the feed's `data-seq` is the page's seq and `resynced` is emitted;
+      a failed feed is tried again 1, 2, 4 ... 15 s later (here at most 10 times: a bench ends).
+      A `hello` newer than the page resyncs too.
+    - board.js: after `state_changed`, `invocation_reverted`, `interaction_reverted` or
+      `member_added` the server sends the board (timed from the event's arrival to the board
+      that reflects it); `html` null -> GET board/ (refreshBoard: one fetch in flight, at most
+      one more after it however many asked meanwhile; a failed one again after 1, 2, 4, 8 s).
+    - feed.js, the turns sent: after `message_created`, `gm_turn_completed`,
       `interaction_reverted`, `approval_requested`, `approval_resolved` and a `gm_turn_started`
-      of a resumed attempt (attempt > 1) of a drawn turn the server sends the turn (feed.js's
-      turnSent; timed as the board is; `html` null -> GET feed/?turn=), unless the page's
-      drawing of it shows the event already; a drawing only replaces one as new or older
-      (its `data-seq`, feed.js's `newest`).
-    - ... and for the entries outside any turn: a player's roll, and a change by someone's own
-      hand (made, and undone) are sent (feed.js's entrySent fills the place held for it, or
-      keeps it until the event holds one; `html` null -> GET feed/?roll= or ?change=).
-    - feed.js: `gm_text_delta` -> ?turn= unless the turn is drawn with its streaming slot,
-      or a fetch of it is on its way, or the server is to send it, or its drawing (or its last
-      fetch for streamed words) is as new as the newest event but streamed words (bus.js's
-      lastDrawnSeq, `resynced`'s seq included): at most once per such event; `dice_rolled` ->
-      ?turn= for a GM's roll, else its place held once (the roller's page holds it when the API
-      answered: dice.js); `state_changed` from a person (`source` user) -> ?turn= for a known
-      turn, else the change's place held once, or ?added=<creature> once for a creature made by
-      set-up; `invocation_reverted` -> ?turn= for a known turn; `interaction_reverted` ->
-      ?turn= of every later drawn turn with calls when it undid more than one call. A turn is
-      known when drawn or asked for. One ?turn= per turn is on its way at a time
-      (refreshTurn): an event that asks meanwhile gets one more after it, unless the drawing
-      that arrives reflects that event already (its `data-seq` >= the event's seq).
+      of an attempt past the first the server sends the turn (turnSent; timed as the board is;
+      `html` null -> GET feed/?turn=). The page awaits it (`sending`) unless its drawing shows
+      the event already (for `gm_turn_started`, only if the turn is drawn). A drawing replaces
+      the turn's only if as new or newer (its `data-seq`, feed.js's `newest`).
+    - feed.js, the turns fetched: `gm_text_delta` -> ?turn= unless the turn is drawn with its
+      streaming slot, or a fetch of it is on its way, or the server is to send it, or its
+      drawing (or its last fetch for streamed words) is as new as the newest event but
+      streamed words (bus.js's lastDrawnSeq, `resynced`'s seq included); `dice_rolled` of a
+      GM's roll, `state_changed` from a person (`source` user) and `invocation_reverted` ->
+      ?turn= for a known turn; `interaction_reverted` that undid more than one call -> ?turn=
+      of every later turn whose calls are shown. A turn is known when drawn or asked for. One
+      ?turn= per turn is on its way at a time (refreshTurn): an event that asks meanwhile gets
+      one more after it, unless the drawing that arrives reflects that event already (its
+      `data-seq` >= the event's seq).
+    - feed.js, the entries outside any turn: a player's `dice_rolled` holds the roll's place
+      (a hidden slot) unless it is held; a person's `state_changed` outside any turn holds the
+      change's place unless the feed has the change. The server sends the entry (made, and
+      undone): it fills its place (a roll filled is no longer found: `ENTRY`), "" takes a
+      hidden place back, one sent before its event waits for it (the last 50 kept); `html`
+      null -> GET feed/?roll= or ?change= if its place is there. A creature made by set-up
+      (`state_changed` with its whole row) -> its place held and GET feed/?added= once. A
+      failed entry fetch takes a hidden place back.
+    - dice.js: the roller's page holds its roll's place when the API has answered.
     - approval.js: after `approval_requested` and `approval_resolved` the server sends the card
       (approvalSent; timed as the board is; `html` null -> GET approvals/); `resynced` -> GET
-      approvals/, and so does the GM's answer once the API has answered it.
+      approvals/, and so does the GM's answer once the API has answered it. A card replaces
+      the one shown only if as new or newer (its `data-seq`).
     - waiting.js: `approval_requested`, `approval_resolved` -> ?turn= of every drawn turn still
       waiting (queued, running, awaiting_approval; not undone) and every turn on its way, but
       the event's own (the server sends it).
-    - socket.js: events in seq order; one past a gap waits REORDER_WAIT for the missing ones,
-      then the page resyncs: GET feed/ (its `data-seq`), then the board, then `resynced`; a
-      `hello` newer than the page resyncs too.
-    - undo.js: the dialog GETs undo-plan/?turn= before the POST, and again after a 409.
-    - attention.js, map.js, composer.js: no fetch on an event.
+    - undo.js: the dialog GETs undo-plan/?turn=; it POSTs the undo only if the plan is not
+      blocked (`data-blocked`), and GETs the plan again after a 409.
+    - attention.js, alerts.js, composer.js, map.js, setup.js: no fetch on an event.
+    Not copied, as they never run here: what the pages do while their socket is down (the
+    bench fails on a closed socket) and after a retry, a redo, a Stop or a rewind (it makes
+    none).
     """
 
     def __init__(
@@ -258,9 +270,7 @@ class Page:
         self.last_resync = 0.0  # when its last resync began
         self.moved = asyncio.Event()  # set as `seq` moves on
         self.turns: dict[int, DrawnTurn] = {}
-        self.messages: set[int] = set()
-        self.rolls: set[int] = set()
-        self.changes: set[str] = set()
+        self.entries: dict[str, bool] = {}  # "roll:<id>", "change:<key>" found: whether hidden
         self.early: dict[str, str] = {}  # feed.js's `arrived`: entries sent before their event
         self.asked: set[int] = set()  # refreshTurn's `asked`
         self.on_their_way: set[int] = set()  # refreshTurn's `fetching`
@@ -274,16 +284,15 @@ class Page:
         self.placed_at: dict[int, int] = {}  # feed.js's `placedAt`: a turn's drawing's data-seq
         self.drawn_seq = -math.inf  # bus.js's lastDrawnSeq: the newest event but streamed words
         self.words_asked: dict[int, float] = {}  # feed.js's `wordsAsked`
+        self.card_seq = -1  # approval.js's `shownSeq`
 
     # feed.js
     def known(self, turn: int | None) -> bool:
         return turn is not None and (turn in self.turns or turn in self.asked)
 
     def draw(self, html: str) -> None:
-        """Take a fragment's turns, messages, rolls and changes as the DOM would hold them."""
-        self.messages.update(int(m) for m in MESSAGE.findall(html))
-        self.rolls.update(int(r) for r in ROLL.findall(html))
-        self.changes.update(CHANGE.findall(html))
+        """Take a fragment's turns and entries as the DOM would hold them."""
+        self.entries.update({f"{kind}:{key}": False for kind, key in ENTRY.findall(html)})
         starts = [(m.start(), m) for m in TURN_LI.finditer(html)] + [(len(html), None)]
         for (start, match), (end, _) in zip(starts, starts[1:], strict=False):
             part = html[start:end]
@@ -293,8 +302,15 @@ class Page:
                 status=match[3],
                 undone=bool(match[1]),
                 streaming="ai streaming" in part,
-                calls='class="calls' in part,
+                calls='class="calls"' in part and not match[1],
             )
+
+    def draw_feed(self, html: str) -> None:
+        """reloadFeed: the feed whole replaces the page's, its turns' `data-seq` theirs."""
+        self.turns.clear()
+        self.entries.clear()
+        self.placed_at.clear()
+        self.draw(html)
 
     def refresh_turn(self, turn: int, seq: float = math.inf) -> None:
         # An async function runs up to its first await at once: the request is on its way
@@ -323,34 +339,52 @@ class Page:
     def draw_roll(self, roll: int, turn: int | None, seq: float = math.inf) -> None:
         if turn is not None:
             self.refresh_turn(turn, seq)
-        elif roll not in self.rolls:
-            self.rolls.add(roll)  # the hidden slot holds its place at once
-            self.early.pop(f"roll:{roll}", None)  # ... and takes the drawing sent already
+        else:
+            self.draw_entry(f"roll:{roll}")
 
-    def draw_change(self, key: str, query: str, fetch_it: bool = False) -> None:
-        if key in self.changes:
-            return
-        self.changes.add(key)
-        if self.early.pop(f"change:{key}", None) is None and fetch_it:
-            self.spawn(self._fetch_entry("feed ?change=", f"feed/?{query}", self.changes, key))
+    def draw_change(self, key: str, query: str | None = None) -> None:
+        """feed.js's drawChange; `query`: fetch it (the socket does not bring it)."""
+        if f"change:{key}" not in self.entries:
+            self.draw_entry(f"change:{key}", query)
+
+    def draw_entry(self, name: str, query: str | None = None) -> None:
+        """feed.js's drawEntry: the place held (a hidden slot) if none is, filled by the
+        drawing sent already, or fetched (`query`)."""
+        self.entries.setdefault(name, True)
+        if (sent := self.early.pop(name, None)) is not None:
+            self.fill(name, sent)
+        elif query is not None:
+            self.spawn(self._fetch_entry(name, query))
 
     def entry_sent(self, kind: str, key: Any, html: str | None) -> None:
         """feed.js's entrySent: a roll or a change the server sent."""
-        drawn = self.rolls if kind == "roll" else self.changes
+        name = f"{kind}:{key}"
         if html is None:
-            if key in drawn:
-                query = f"feed/?{kind}={key}"
-                self.spawn(self._fetch_entry(f"feed ?{kind}=", query, drawn, key))
-        elif key not in drawn:
-            self.early[f"{kind}:{key}"] = html
+            if name in self.entries:
+                self.spawn(self._fetch_entry(name, f"{kind}={key}"))
+        elif name not in self.entries:
+            self.early[name] = html
             if len(self.early) > 50:
                 del self.early[next(iter(self.early))]
-        elif html:
-            self.draw(html)
+        else:
+            self.fill(name, html)
 
-    async def _fetch_entry(self, kind: str, query: str, drawn: set, key: Any) -> None:
-        if await self.fetch(kind, query) is None:
-            drawn.discard(key)
+    def fill(self, name: str, html: str) -> None:
+        """A drawing replaces the entry's place; "" takes a hidden place back."""
+        hidden = self.entries.pop(name)
+        if html:
+            self.draw(html)
+        elif not hidden:
+            self.entries[name] = False
+
+    async def _fetch_entry(self, name: str, query: str) -> None:
+        html = await self.fetch(f"feed ?{query.split('=')[0]}=", f"feed/?{query}")
+        if name not in self.entries:
+            return
+        if html is not None:
+            self.fill(name, html)
+        elif self.entries[name]:
+            del self.entries[name]
 
     # board.js
     def refresh_board(self) -> asyncio.Future:
@@ -437,8 +471,16 @@ class Page:
 
     async def _approvals(self) -> None:
         html = await self.fetch("approvals", "approvals/")
-        if html is not None and self.card is not None:
-            self.card(html)
+        if html is not None:
+            self.show_card(html)
+
+    def show_card(self, html: str) -> None:
+        """approval.js's show: a card replaces the one shown only if as new or newer."""
+        seq = int(SEQ.search(html)[1])
+        if seq >= self.card_seq:
+            self.card_seq = seq
+            if self.card is not None:
+                self.card(html)
 
     def approvals_sent(self, html: str | None) -> None:
         """approval.js's approvalSent: the card the server sent, or null (fetch it)."""
@@ -447,8 +489,7 @@ class Page:
             self.redraw_approvals()
             return
         self.approvals_due = self.arrived(SENT_APPROVALS, html, self.approvals_due)
-        if self.card is not None:
-            self.card(html)
+        self.show_card(html)
 
     # socket.js: events in seq order, a gap waits, then a resync
     def receive(self, envelope: dict[str, Any]) -> None:
@@ -500,9 +541,7 @@ class Page:
 
     async def _resync(self) -> None:
         for attempt in range(10):
-            seq = await self.reload()
-            if seq is not None:
-                self.seq = max(self.seq, seq)
+            if await self.reload():
                 break
             await asyncio.sleep(min(2**attempt, 15))
         self.resyncing = False
@@ -513,15 +552,15 @@ class Page:
         self.moved.set()
 
     # socket.js's reload, after a gap or a newer hello
-    async def reload(self) -> int | None:
+    async def reload(self) -> bool:
         html = await self.fetch("feed (resync)", "feed/")
         if html is None:
-            return None
-        self.draw(html)
+            return False
+        self.draw_feed(html)
         await self.refresh_board()
-        seq = int(SEQ.search(html)[1])
-        self.emit({"type": "resynced", "seq": seq})
-        return seq
+        self.seq = int(SEQ.search(html)[1])
+        self.emit({"type": "resynced", "seq": self.seq})
+        return True
 
     def emit(self, event: dict[str, Any]) -> None:
         """Every module's handlers of this event's type, in the page's import order."""
@@ -539,7 +578,7 @@ class Page:
         elif kind == "gm_text_delta":
             drawn = self.turns.get(turn)
             if not (drawn and drawn.streaming) and self.words_ask_for(turn):
-                self.refresh_turn(turn, seq)
+                self.refresh_turn(turn)
         elif kind == "gm_turn_completed":
             self.to_be_sent(turn, seq)
         elif kind == "dice_rolled":
@@ -551,11 +590,11 @@ class Page:
             elif self.known(turn):
                 self.refresh_turn(turn, seq)
             elif turn is None and invocation:
-                self.draw_change(invocation, f"change={invocation}")
+                self.draw_change(invocation)
             elif turn is None and (  # a creature made by set-up: its row whole
                 data.get("entity") == "creature" and not data.get("facet") and data.get("fields")
             ):
-                self.draw_change(f"added-{data['id']}", f"added={data['id']}", fetch_it=True)
+                self.draw_change(f"added-{data['id']}", f"added={data['id']}")
         elif kind in ("approval_requested", "approval_resolved"):
             self.to_be_sent(turn, seq)
         elif kind == "invocation_reverted":
@@ -877,9 +916,11 @@ async def _people(conn: Connection, tables: list[dict[str, Any]]) -> None:
             status, body = await api(player, "POST move/", f"creatures/{hero['id']}/move/", where)
             if status == 201:
                 await felt(table["id"], player, ("state_changed", body["invocation"]), sent)
-        else:  # undo.js: the dialog's plan, then the undo; a refusal draws the plan again
-            turn, player = latest_gm.pop(table["id"])
-            await player.fetch("undo-plan", f"undo-plan/?turn={turn}")
+        else:  # undo.js: the dialog's plan, then the undo unless it is blocked; a refusal
+            turn, player = latest_gm.pop(table["id"])  # draws the plan again
+            plan = await player.fetch("undo-plan", f"undo-plan/?turn={turn}")
+            if plan is None or 'data-blocked="1"' in plan:
+                return
             sent = time.time()
             status, _ = await api(
                 player, "POST undo/", f"turns/{turn}/undo/", {"reason": "", "cascade": False}
@@ -1497,7 +1538,7 @@ if __name__ == "__main__":
             "servers": 2,
             "steps": [2, 5, 10, 20, 40, 60, 80],
         },
-        smoke={"seconds": 8, "gap": 2, "workers": 2, "servers": 1, "steps": [1, 2]},
+        smoke={"seconds": 3.8, "gap": 0.4, "workers": 1, "servers": 1, "steps": [2]},
         switches={
             "spread": "deal each table's pages round the web processes, not all to one (as a "
             "load balancer that does not route by campaign)"

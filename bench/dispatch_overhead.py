@@ -16,23 +16,26 @@ import statistics
 import time
 
 from _setup import django_on_postgres, production_environment, sizes
-from _world import audited_hit, bare_hit, table
+from _world import audited_hit, table
 
 
 def main(iterations: int, warmup: int) -> None:
     from django.db import transaction
 
     from campaigns import realtime
-    from campaigns.models import Creature
+    from campaigns.models import Campaign, Creature
 
     campaign, owner, target = table("bench")
 
     def audited() -> None:
         audited_hit(campaign, owner, target)
 
-    def bare() -> None:
+    def bare() -> None:  # lock the campaign row, read the creature, lower its HP
         with transaction.atomic():
-            bare_hit(campaign, Creature, target.pk)
+            Campaign.objects.select_for_update().get(pk=campaign.pk)
+            creature = Creature.objects.get(campaign=campaign, pk=target.pk)
+            creature.hp = max(0, creature.hp - 1)
+            creature.save(update_fields=["hp"])
 
     timings: dict[str, list[float]] = {"audited": [], "bare": []}
     for _ in range(warmup):  # warm connections and caches
@@ -57,7 +60,7 @@ if __name__ == "__main__":
     run = sizes(
         __doc__,
         full={"iterations": 500, "warmup": 20},
-        smoke={"iterations": 20, "warmup": 2},
+        smoke={"iterations": 5, "warmup": 1},
     )
 
     production_environment()

@@ -331,7 +331,7 @@ if __name__ == "__main__":
     run = sizes(
         __doc__,
         full={"campaigns": 8, "turns": 5, "queued": 50, "delay_ms": 2000, "workers": [1, 2, 4]},
-        smoke={"campaigns": 2, "turns": 2, "queued": 6, "delay_ms": 200, "workers": [1, 2]},
+        smoke={"campaigns": 2, "turns": 1, "queued": 4, "delay_ms": 100, "workers": [1, 2]},
     )
     with django_on_postgres("gm_throughput"):
         main(**run)

@@ -62,14 +62,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from _setup import ROOT, django_on_postgres, production_environment, sizes
-from ws_fanout import (
-    TIMEOUT,
-    answer,
-    open_feed,
-    percentile,
-    start_servers,
-    stop_servers,
-)
+from ws_fanout import TIMEOUT, answer, percentile, start_servers, stop_servers
 
 CLIENT_PROCESSES = 4
 TABLE_MIX = {"gm_turn": 0.15, "tool_call": 0.45, "undo": 0.25, "state": 0.15}
@@ -113,6 +106,31 @@ def _http(method: str, url: str, token: str, body: Any = None) -> tuple[int, Any
         return status, json.loads(raw), elapsed
     except ValueError:
         return status, None, elapsed
+
+
+async def open_feed(protocol: type, port: int, campaign: str, token: str, problems: list[str]):
+    """A websocket of `protocol` (an autobahn client protocol that resolves `factory.hello` on
+    the server's `hello`) on `campaign`'s feed at `port`, signed in by `token` with the server's
+    own Origin, once its hello has come; RuntimeError if it does not."""
+    from autobahn.asyncio.websocket import WebSocketClientFactory
+
+    loop = asyncio.get_running_loop()
+    factory = WebSocketClientFactory(
+        f"ws://127.0.0.1:{port}/ws/campaigns/{campaign}/",
+        origin=f"http://127.0.0.1:{port}",
+        headers={"Authorization": f"Token {token}"},
+    )
+    factory.protocol = protocol
+    factory.closing = False
+    factory.hello = loop.create_future()
+    factory.setProtocolOptions(openHandshakeTimeout=TIMEOUT, closeHandshakeTimeout=TIMEOUT)
+    _, feed = await loop.create_connection(factory, "127.0.0.1", port)
+    await asyncio.wait(
+        [factory.hello, feed.is_closed], timeout=TIMEOUT, return_when="FIRST_COMPLETED"
+    )
+    if not factory.hello.done():
+        raise RuntimeError(f"no hello on port {port}: {problems[-1:] or 'timed out'}")
+    return feed
 
 
 async def _players(conn: Connection, players: list[dict[str, Any]], plan: dict[str, Any]) -> None:
@@ -888,13 +906,13 @@ if __name__ == "__main__":
             "scale": [1, 8],
         },
         smoke={
-            "campaigns": 2,
+            "campaigns": 1,
             "players": 2,
-            "seconds": 5,
-            "think_ms": 300,
+            "seconds": 4,
+            "think_ms": 150,
             "servers": 1,
             "workers": 1,
-            "scale_seconds": 2,
+            "scale_seconds": 1,
             "scale": [1, 2],
         },
     )

@@ -249,12 +249,12 @@ if __name__ == "__main__":
             "concurrency": [1, 10, 40],
         },
         smoke={
-            "big_rows": 2_000,
-            "rounds": 3,
-            "small_rows": 200,
-            "warmup": 1,
-            "racers": 4,
-            "concurrency": [1, 4],
+            "big_rows": 1_000,
+            "rounds": 1,
+            "small_rows": 100,
+            "warmup": 0,
+            "racers": 2,
+            "concurrency": [2],
         },
     )
     with django_on_postgres("undo"):

@@ -3,7 +3,7 @@
 of N websocket clients, N = 10, 50, 200, with one Daphne process and then two behind the same
 Redis (channels-redis), on PostgreSQL.
 
-    .venv/bin/python bench/ws_fanout.py [--smoke] [--autobahn] [rounds] [servers] [N ...]
+    .venv/bin/python bench/ws_fanout.py [--smoke] [rounds] [servers] [N ...]
 
 (REDIS_URL, the channels-redis server, defaults to the embedded one's database 4; the database is a
 fresh one, dropped at the end.)
@@ -12,10 +12,10 @@ Each server is `daphne config.asgi:application` in a process of its own (product
 DJANGO_DEBUG=0, the scripted GM). The clients are websockets in separate client processes
 (CLIENT_PROCESSES of them sharing the sockets), each socket signed in by a player's
 `Authorization: Token` header with the server's own `Origin`, spread evenly over the servers.
-They are picows's client (Cython), or with `--autobahn` autobahn's (pure Python, the bench's
-client until 7 Dec 2026): the clients share the servers' two cores, where browsers would not,
-and autobahn's cost them about three times picows's CPU per message (`clients CPU/round`).
-Both are strict: the handshake's accept key checked, every frame a whole text message.
+They are picows's client (Cython): the clients share the servers' two cores, where browsers
+would not, so the leaner they are the more truly they measure the servers
+(`clients CPU/round`). They are strict: the handshake's accept key checked, every frame a whole
+text message.
 Every round the bench plays a turn (one `modify_creature` call, dispatched from this process),
 waits until its `state_changed` has reached every socket (the table is quiet), tells the client
 processes which turn's revert to wait for, reads `time.time()`, posts the turn's undo as its
@@ -59,14 +59,12 @@ TIMEOUT = 30  # seconds: a server start, a handshake batch or an event, before t
 # -- the clients: separate processes, no Django --------------------------------------------------
 
 
-def clients_main(
-    conn: Connection, campaign: str, targets: list[tuple[int, str]], client: str = "picows"
-) -> None:
-    """One client process: a websocket per (port, token) on `campaign`'s feed, of the `client`
-    kind (`CLIENTS`); then, until told to stop, for each ("expect", type, turn) from the bench,
-    the receipt time of that turn's event of that type at every socket."""
+def clients_main(conn: Connection, campaign: str, targets: list[tuple[int, str]]) -> None:
+    """One client process: a websocket per (port, token) on `campaign`'s feed; then, until
+    told to stop, for each ("expect", type, turn) from the bench, the receipt time of that
+    turn's event of that type at every socket."""
     try:
-        asyncio.run(_clients(conn, campaign, targets, CLIENTS[client]))
+        asyncio.run(_clients(conn, campaign, targets))
     except BaseException as exc:
         conn.send(("error", f"{type(exc).__name__}: {exc}"))
         raise
@@ -104,75 +102,12 @@ class Book:
             self.arrived[key].set()
 
 
-async def open_feed(protocol: type, port: int, campaign: str, token: str, problems: list[str]):
-    """A websocket of `protocol` (an autobahn client protocol that resolves `factory.hello` on
-    the server's `hello`) on `campaign`'s feed at `port`, signed in by `token` with the server's
-    own Origin, once its hello has come; RuntimeError if it does not."""
-    from autobahn.asyncio.websocket import WebSocketClientFactory
-
-    loop = asyncio.get_running_loop()
-    factory = WebSocketClientFactory(
-        f"ws://127.0.0.1:{port}/ws/campaigns/{campaign}/",
-        origin=f"http://127.0.0.1:{port}",
-        headers={"Authorization": f"Token {token}"},
-    )
-    factory.protocol = protocol
-    factory.closing = False
-    factory.hello = loop.create_future()
-    factory.setProtocolOptions(openHandshakeTimeout=TIMEOUT, closeHandshakeTimeout=TIMEOUT)
-    _, feed = await loop.create_connection(factory, "127.0.0.1", port)
-    await asyncio.wait(
-        [factory.hello, feed.is_closed], timeout=TIMEOUT, return_when="FIRST_COMPLETED"
-    )
-    if not factory.hello.done():
-        raise RuntimeError(f"no hello on port {port}: {problems[-1:] or 'timed out'}")
-    return feed
-
-
-async def autobahn_feeds(book: Book, campaign: str, targets: list[tuple[int, str]]):
-    """The sockets as autobahn's asyncio client (pure Python); and how to close them all."""
-    from autobahn.asyncio.websocket import WebSocketClientProtocol
-
-    class Feed(WebSocketClientProtocol):
-        seq: int | None = None
-
-        @property
-        def hello(self) -> asyncio.Future:
-            return self.factory.hello
-
-        def onMessage(self, payload: bytes, isBinary: bool) -> None:
-            now = time.time()
-            if isBinary:
-                book.problems.append("a binary message")
-                return
-            book.text(self, payload, now)
-
-        def onClose(self, wasClean: bool, code: int | None, reason: str | None) -> None:
-            if not self.factory.closing:
-                book.problems.append(f"socket closed by the server: {code} {reason}")
-
-    async def connect(port: int, token: str, gate: asyncio.Semaphore) -> Feed:
-        async with gate:
-            return await open_feed(Feed, port, campaign, token, book.problems)
-
-    gate = asyncio.Semaphore(20)  # handshakes at once per process: below the listen backlog
-    feeds = await asyncio.gather(*(connect(port, token, gate) for port, token in targets))
-
-    async def close() -> None:
-        for feed in feeds:
-            feed.factory.closing = True
-            feed.sendClose()
-        await asyncio.wait([feed.is_closed for feed in feeds], timeout=TIMEOUT)
-
-    return feeds, close
-
-
 async def picows_feeds(book: Book, campaign: str, targets: list[tuple[int, str]]):
-    """The sockets as picows's client (Cython: its frame parsing costs a fraction of autobahn's,
-    so the clients, on the servers' own two cores, take less of them); and how to close them
-    all. As strict as the autobahn one: picows checks the handshake's Sec-WebSocket-Accept, and
-    every frame must be a whole text message without extension bits, or a ping or pong (picows
-    answers pings itself); a close the bench did not start is a problem."""
+    """The sockets as picows's client (Cython: the clients, on the servers' own two cores,
+    take little of them); and how to close them all. Strict: picows checks the handshake's
+    Sec-WebSocket-Accept, and every frame must be a whole text message without extension bits,
+    or a ping or pong (picows answers pings itself); a close the bench did not start is a
+    problem."""
     from picows import WSListener, WSMsgType, ws_connect
 
     loop = asyncio.get_running_loop()
@@ -240,21 +175,10 @@ async def picows_feeds(book: Book, campaign: str, targets: list[tuple[int, str]]
     return feeds, close
 
 
-# The websocket clients the bench can open, by name: what the client processes spend per message
-# is on the servers' host (a browser's is not), so the leaner one measures the servers more truly.
-CLIENTS = {"picows": picows_feeds, "autobahn": autobahn_feeds}
-AUTOBAHN_HELP = (
-    "the clients on autobahn's websocket (pure Python, as before 7 Dec 2026) instead of "
-    "picows's: about three times the clients' CPU on the servers' host"
-)
-
-
-async def _clients(
-    conn: Connection, campaign: str, targets: list[tuple[int, str]], feeds_of: Callable
-) -> None:
+async def _clients(conn: Connection, campaign: str, targets: list[tuple[int, str]]) -> None:
     loop = asyncio.get_running_loop()
     book = Book(len(targets))
-    feeds, close = await feeds_of(book, campaign, targets)
+    feeds, close = await picows_feeds(book, campaign, targets)
     conn.send(("ready", len(feeds)))
 
     commands: asyncio.Queue = asyncio.Queue()
@@ -288,25 +212,18 @@ def daphne(port: int, app: str) -> list[str]:
 
 
 def start_servers(
-    count: int,
-    log_dir: str,
-    apps: list[str] | None = None,
-    command: Callable[[int, str], list[str]] = daphne,
+    count: int, log_dir: str, command: Callable[[int, str], list[str]] = daphne
 ) -> list[tuple[subprocess.Popen, int]]:
-    """`count` server processes on free ports (`command(port, app)`, Daphne by default), sharing
-    this process's environment (database, Redis, keys), each ready to accept connections; the
-    i-th serves `apps[i]` (default: the app, `config.asgi:application`; `bench/` is on their
-    PYTHONPATH for the benchmarks' variants)."""
-    apps = apps or ["config.asgi:application"] * count
-    environment = {**os.environ, "PYTHONPATH": os.path.join(ROOT, "bench")}
+    """`count` server processes serving the app (`config.asgi:application`) on free ports
+    (`command(port, app)`, Daphne by default), sharing this process's environment (database,
+    Redis, keys), each ready to accept connections."""
     servers = []
     for i in range(count):
         port = free_port()
         with open(os.path.join(log_dir, f"daphne-{i}.log"), "w") as log:
             process = subprocess.Popen(
-                command(port, apps[i]),
+                command(port, "config.asgi:application"),
                 cwd=ROOT,
-                env=environment,
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
@@ -430,11 +347,9 @@ class Row:
         )
 
 
-def measure(
-    servers: list[tuple[subprocess.Popen, int]], clients: int, rounds: int, client: str = "picows"
-) -> Row:
-    """Every round's receipts at every client (`client` sockets, `CLIENTS`) and what the round
-    cost the servers and the client processes."""
+def measure(servers: list[tuple[subprocess.Popen, int]], clients: int, rounds: int) -> Row:
+    """Every round's receipts at every client and what the round cost the servers and the
+    client processes."""
     ports = [port for _, port in servers]
     pids = [process.pid for process, _ in servers]
     table = build_table(clients)
@@ -445,7 +360,7 @@ def measure(
         ours, theirs = spawn.Pipe()
         process = spawn.Process(
             target=clients_main,
-            args=(theirs, str(table["campaign"].pk), targets[share::CLIENT_PROCESSES], client),
+            args=(theirs, str(table["campaign"].pk), targets[share::CLIENT_PROCESSES]),
             daemon=True,
         )
         process.start()
@@ -490,10 +405,9 @@ def percentile(values: list[float], q: int) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
 
 
-def main(rounds: int, servers: int, counts: list[int], autobahn: bool = False) -> None:
+def main(rounds: int, servers: int, counts: list[int]) -> None:
     from django.db import connections
 
-    client = "autobahn" if autobahn else "picows"
     rows = []
     with tempfile.TemporaryDirectory(prefix="ws_fanout-") as log_dir:
         for topology in range(1, servers + 1):
@@ -501,13 +415,13 @@ def main(rounds: int, servers: int, counts: list[int], autobahn: bool = False) -
             running = start_servers(topology, log_dir)
             try:
                 for clients in counts:
-                    rows.append((topology, clients, measure(running, clients, rounds, client)))
+                    rows.append((topology, clients, measure(running, clients, rounds)))
             finally:
                 stop_servers(running)
 
     print(
         f"undo request -> interaction_reverted at each client; {rounds} undos per row "
-        f"(+1 warm-up), PostgreSQL + Redis, Daphne processes, {client} clients in "
+        "(+1 warm-up), PostgreSQL + Redis, Daphne processes, picows clients in "
         f"{CLIENT_PROCESSES} other processes; one host clock"
     )
     print(
@@ -536,8 +450,7 @@ if __name__ == "__main__":
     run = sizes(
         __doc__,
         full={"rounds": 20, "servers": 2, "counts": [10, 50, 200]},
-        smoke={"rounds": 2, "servers": 1, "counts": [10]},
-        switches={"autobahn": AUTOBAHN_HELP},
+        smoke={"rounds": 1, "servers": 1, "counts": [2]},
     )
     production_environment()
     with django_on_postgres("ws_fanout"):
