@@ -17,7 +17,7 @@ from django.db.models.functions import Coalesce
 
 from audit.models import ToolInvocation
 from campaigns.events import GMTurnCompleted, GMTurnStarted
-from campaigns.models import Campaign, ChatMessage, Source, Turn
+from campaigns.models import ChatMessage, Source, Turn
 from campaigns.realtime import broadcast_on_commit, event
 from campaigns.services import message_post
 from core.faults import is_unavailable
@@ -33,11 +33,15 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Claim:
-    """A turn a runner holds the lease on, and which attempt at the turn this is."""
+    """A turn a runner holds the lease on, and which attempt at the turn this is; the seat of
+    the GM that answers it (the campaign's, blank: the deployment's default) and, on the first
+    attempt, the state its GM decides from (stored by the claim; a later one reads it back)."""
 
     turn: Turn
     owner: str
     attempt: int
+    seat: str
+    state: dict[str, Any] | None = None
 
 
 def claim_run(claim: Claim, provider: Any = None) -> Turn:
@@ -47,9 +51,9 @@ def claim_run(claim: Claim, provider: Any = None) -> Turn:
     model = ""
     with Heartbeat(turn_id=turn.pk, owner=claim.owner) as heartbeat:
         try:
-            provider = provider or provider_for(_seat(turn))
+            provider = provider or provider_for(claim.seat)
             model = provider.model
-            session = _session(claim, heartbeat)
+            session = _session(claim, heartbeat, first=True)
             actor = turn.actor.get_username()
             session.publish(GMTurnStarted(actor=actor, model=model, attempt=claim.attempt))
             while not _played(provider, session, claim):
@@ -66,11 +70,6 @@ def claim_run(claim: Claim, provider: Any = None) -> Turn:
             _end(claim, Turn.Status.FAILED, session, model=model, reason=reason)
     turn.refresh_from_db()
     return turn
-
-
-def _seat(turn: Turn) -> str:
-    """The campaign's chosen GM (blank: the deployment's default)."""
-    return Campaign.objects.values_list("gm_provider", flat=True).get(pk=turn.campaign_id)
 
 
 def _played(provider: Any, session: TurnSession, claim: Claim) -> bool:
@@ -107,15 +106,18 @@ def turn_pause(turn: Turn, owner: str, session: TurnSession) -> bool:
     return waiting
 
 
-def _session(claim: Claim, heartbeat: Heartbeat) -> TurnSession:
+def _session(claim: Claim, heartbeat: Heartbeat, *, first: bool = False) -> TurnSession:
+    """The turn's session, from its transcript; the `first` of a first attempt's has no round
+    to read yet (rounds are stored under the lease, and no runner held it before this claim)."""
     turn = claim.turn
-    opening = transcript_state(turn=turn)
+    opening = claim.state if claim.state is not None else transcript_state(turn=turn)
+    fresh = first and claim.attempt == 1
     return TurnSession(
         turn=turn,
         context=gm_context(turn=turn, state=opening),
         owner=claim.owner,
         attempt=claim.attempt,
-        rounds=transcript_rounds(turn=turn),
+        rounds=[] if fresh else transcript_rounds(turn=turn),
         watch=heartbeat,
     )
 
