@@ -25,7 +25,7 @@ from campaigns.realtime import broadcast_on_commit, event
 from core.errors import AppError
 from gm.base import Round, ToolOutcome, TurnStopped
 from gm.context import GMContext
-from gm.lease import Heartbeat
+from gm.lease import Heartbeat, turn_now
 from gm.transcript import round_complete, round_record
 
 DELTA_MIN_CHARS = 24
@@ -99,16 +99,12 @@ class TurnSession:
 
     def step(self) -> None:
         self._check_lease()
-        now = (
-            Turn.objects.filter(pk=self.turn.pk)
-            .values("status", "lease_owner", "reverted_at", "cancel_requested_at")
-            .first()
-        )
-        if now is None or now["status"] != Turn.Status.RUNNING or now["lease_owner"] != self.owner:
+        now = turn_now(self.turn.pk)
+        if now is None or now.status != Turn.Status.RUNNING or now.lease_owner != self.owner:
             raise TurnStopped(TurnStopped.LOST)
-        if now["reverted_at"] is not None:
+        if now.reverted_at is not None:
             raise TurnStopped(TurnStopped.UNDONE)
-        if now["cancel_requested_at"] is not None:
+        if now.cancel_requested_at is not None:
             raise TurnStopped(TurnStopped.CANCELLED)
 
     @contextmanager
