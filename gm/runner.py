@@ -144,19 +144,27 @@ def _end(
     try:
         with transaction.atomic(durable=True):
             current = lease_hold(claim.turn, claim.owner)
+            figures = None
             if session is not None:
                 session.flush()
-                turn_figures(current, session, model=model)
+                figures = _figures(session, model=model)
             text = session.text if session is not None else ""
-            turn_close(current, status=status, model=model, text=text, reason=reason)
+            turn_close(
+                current, status=status, model=model, text=text, reason=reason, figures=figures
+            )
     except TurnStopped:
         logger.warning("GM turn %s ended elsewhere; %s writes nothing", claim.turn.pk, claim.owner)
 
 
 def turn_figures(turn: Turn, session: TurnSession, *, model: str = "") -> None:
-    """Add this attempt's figures to the turn's: the model that answered (as its log rows name
-    it: the last stored round's, else the provider's), the GM's time, the first word's delay if
-    none was recorded before, and the tokens its new rounds cost."""
+    """Add this attempt's figures to the turn's (`_figures`)."""
+    Turn.objects.filter(pk=turn.pk).update(**_figures(session, model=model))
+
+
+def _figures(session: TurnSession, *, model: str) -> dict[str, Any]:
+    """This attempt's figures, as updates of the turn's: the model that answered (as its log
+    rows name it: the last stored round's, else the provider's), the GM's time, the first
+    word's delay if none was recorded before, and the tokens its new rounds cost."""
     answered = session.rounds[-1].model if session.rounds else model
     figures: dict[str, Any] = {
         "answer_ms": Coalesce(F("answer_ms"), 0) + session.elapsed_ms(),
@@ -168,16 +176,22 @@ def turn_figures(turn: Turn, session: TurnSession, *, model: str = "") -> None:
     if session.tokens is not None:
         figures["tokens_in"] = Coalesce(F("tokens_in"), 0) + session.tokens[0]
         figures["tokens_out"] = Coalesce(F("tokens_out"), 0) + session.tokens[1]
-    Turn.objects.filter(pk=turn.pk).update(**figures)
+    return figures
 
 
 def turn_close(
-    turn: Turn, *, status: str, model: str = "", text: str = "", reason: str = ""
+    turn: Turn,
+    *,
+    status: str,
+    model: str = "",
+    text: str = "",
+    reason: str = "",
+    figures: dict[str, Any] | None = None,
 ) -> None:
     """End a turn, under its locks: the GM's words so far as its message (on record only, if
-    the turn was undone), a system note unless it completed, its status, and
-    `gm_turn_completed` for the table."""
-    has_calls = ToolInvocation.objects.filter(campaign_id=turn.campaign_id, turn=turn).exists()
+    the turn was undone), a system note unless it completed, its status (with its runner's
+    `figures`, `_figures`, in the same write), and `gm_turn_completed` for the table."""
+    calls = _calls(turn)
     message = None
     if turn.reverted_at is not None:
         if text:  # undone while the GM was speaking: keep the words on record, not in the feed
@@ -192,11 +206,19 @@ def turn_close(
     else:
         if text:
             message = _post(turn, ChatMessage.Role.GM, text)
-        note = _note(turn, status, reason=reason, unfinished=bool(text), has_calls=has_calls)
+        note = _note(turn, status, reason=reason, unfinished=bool(text), has_calls=bool(calls))
         if note:
             message = _post(turn, ChatMessage.Role.SYSTEM, note)
-    Turn.objects.filter(pk=turn.pk).update(status=status, lease_owner="", lease_expires_at=None)
-    _completed_event(turn, status=status, model=model, message=message, error=reason)
+    Turn.objects.filter(pk=turn.pk).update(
+        status=status, lease_owner="", lease_expires_at=None, **(figures or {})
+    )
+    _completed_event(turn, status=status, model=model, message=message, error=reason, calls=calls)
+
+
+def _calls(turn: Turn) -> list[str]:
+    """The ids of the turn's log rows, in the log's order."""
+    rows = ToolInvocation.objects.filter(campaign_id=turn.campaign_id, turn=turn)
+    return [str(pk) for pk in rows.order_by("sequence").values_list("pk", flat=True)]
 
 
 def _post(turn: Turn, role: str, content: str) -> ChatMessage:
@@ -226,18 +248,21 @@ def _who(turn: Turn) -> str:
 
 
 def _completed_event(
-    turn: Turn, *, status: str, model: str, message: ChatMessage | None, error: str
+    turn: Turn,
+    *,
+    status: str,
+    model: str,
+    message: ChatMessage | None,
+    error: str,
+    calls: list[str],
 ) -> None:
-    invocations = ToolInvocation.objects.filter(campaign_id=turn.campaign_id, turn=turn)
     by = turn.cancel_requested_by if status == Turn.Status.CANCELLED else None
     completed = GMTurnCompleted(
         status=status,
         model=model,
         message=message.pk if message else None,
         content=message.content if message else "",
-        invocations=[
-            str(pk) for pk in invocations.order_by("sequence").values_list("pk", flat=True)
-        ],
+        invocations=calls,
         error=error,
         cancelled_by=by.get_username() if by is not None else None,
     )

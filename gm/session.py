@@ -59,6 +59,8 @@ class TurnSession:
         self._watch = watch
         self._said: list[str] = []
         self._pending = ""
+        # The tool_use ids of the rounds this session stored: calls that ran nowhere yet.
+        self._new_uses: set[str] = set()
         # Set when the turn paused for an approval: the runner leaves it as it is.
         self.paused = False
         # This attempt's figures (Turn.first_word_ms and the rest): when it began, when it
@@ -156,6 +158,7 @@ class TurnSession:
             text=text,
         )
         self.rounds.append(stored)
+        self._new_uses.update(use["id"] for use in stored.tool_uses)
         return stored
 
     def complete_round(self, round: Round, results: list[dict[str, Any]]) -> Round:
@@ -172,7 +175,11 @@ class TurnSession:
         read = registry.read_tool(name)
         if read is not None:
             return self._read(read, input, tool_use_id)
-        return self._recorded(tool_use_id) or self._write(name, input, model, tool_use_id)
+        # A call of a round this session stored ran nowhere before: the log is asked only about
+        # the calls of rounds stored by an earlier run (should another runner have taken the
+        # turn since, the log refuses the call's second row, and `_write` reads the first).
+        recorded = None if tool_use_id in self._new_uses else self._recorded(tool_use_id)
+        return recorded or self._write(name, input, model, tool_use_id)
 
     def _tool_context(self, tool_use_id: str = "") -> ToolContext:
         return ToolContext(
