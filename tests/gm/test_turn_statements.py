@@ -11,12 +11,13 @@ from gm.services import turn_submit
 from gm.tasks import run_turn
 
 # The claim (7: the turn's campaign, its lock, the claim, the dump stored, the watchdog's job
-# and its NOTIFY), the context (6), `gm_turn_started` (1), two rounds stored (3 each: a step,
-# the locks and the lease, the round), the call (5: a step, the dispatch's 4), its round
-# completed (2), the narration's event (1) and the end (9: the locks, the narration's last
-# event, the turn's calls, the message and its event, the turn's write and its event, the
-# read back, the look for the next turn).
-STATEMENTS = 37
+# and its NOTIFY), the context (2: the campaign with its members, the turns with what was said
+# and done in them), `gm_turn_started` (1), two rounds stored (3 each: a step, the locks and the
+# lease, the round), the call (5: a step, the dispatch's 4), its round completed (2), the
+# narration's event (1) and the end (9: the locks, the narration's last event, the turn's
+# calls, the message and its event, the turn's write and its event, the read back, the look
+# for the next turn).
+STATEMENTS = 33
 
 
 def test_a_scripted_turn_with_one_tool_call_makes_its_pinned_statements(world):
