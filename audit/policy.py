@@ -5,9 +5,11 @@ Pure reads: nothing here pauses a call. The reason returned is what the approval
 and the admin show ("modify_creature by claude-sonnet-4-5: 6 of its last 20 calls were undone").
 """
 
+import functools
 from typing import Any
 
 from django.conf import settings
+from django.db import connection
 
 from ai_tools.base import Reach, Tier, ToolContext, ToolError, WriteTool
 from audit.analytics import RAN
@@ -96,18 +98,41 @@ def adaptive_approval_reason(campaign: Campaign, model: str, tool_name: str) -> 
     )
 
 
-def _ran(model: str, tool_name: str) -> Any:
-    return ToolInvocation.objects.filter(model=model, tool_name=tool_name, status__in=RAN)
-
-
 def _last_here(model: str, tool_name: str, campaign_id: Any, window: int) -> list[str]:
-    ran = _ran(model, tool_name).filter(campaign_id=campaign_id).order_by("-sequence")
-    return list(ran.values_list("status", flat=True)[:window])
+    # Plain SQL: a hot read (every GM call under the default policy, `watchful`).
+    params = [model, tool_name, *RAN, campaign_id, window]
+    return [status for (status,) in _fetch(_last_sql(here=True), params)]
 
 
 def _last_anywhere(model: str, tool_name: str, window: int) -> list[str]:
-    ran = _ran(model, tool_name).order_by("-committed_at")
-    return list(ran.values_list("status", flat=True)[:window])
+    # Plain SQL: a hot read (a GM call of a pair with too few calls here, under `watchful`).
+    params = [model, tool_name, *RAN, window]
+    return [status for (status,) in _fetch(_last_sql(here=False), params)]
+
+
+def _fetch(sql: str, params: list[Any]) -> list[tuple]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+@functools.cache
+def _last_sql(*, here: bool) -> str:
+    """The statuses of the pair's last calls that ran: in the campaign, by the log's order;
+    else across campaigns, by when they committed."""
+    quote, meta = connection.ops.quote_name, ToolInvocation._meta
+
+    def c(name: str) -> str:
+        return quote(meta.get_field(name).column)
+
+    where = f"{c('model')} = %s AND {c('tool_name')} = %s AND {c('status')} IN (%s, %s)"
+    if here:
+        where += f" AND {c('campaign')} = %s"
+    order = c("sequence") if here else c("committed_at")
+    return (
+        f"SELECT {c('status')} FROM {quote(meta.db_table)} WHERE {where} "
+        f"ORDER BY {order} DESC LIMIT %s"
+    )
 
 
 def display_model(model: str) -> str:

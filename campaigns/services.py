@@ -468,7 +468,9 @@ def message_post(
     gm: str | None = None,
 ) -> ChatMessage:
     """`gm` tells clients what the GM does about the message ("queued": it will answer)."""
-    with transaction.atomic():
+    # The message and its event's number commit together; in a caller's transaction, with it
+    # (no savepoint: no caller goes on after a failure here, and a turn's end posts two).
+    with transaction.atomic(savepoint=False):
         message = ChatMessage.objects.create(
             campaign_id=turn.campaign_id,
             turn=turn,

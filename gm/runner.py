@@ -17,7 +17,7 @@ from django.db.models.functions import Coalesce
 
 from audit.models import ToolInvocation
 from campaigns.events import GMTurnCompleted, GMTurnStarted
-from campaigns.models import Campaign, ChatMessage, Source, Turn
+from campaigns.models import ChatMessage, Source, Turn
 from campaigns.realtime import broadcast_on_commit, event
 from campaigns.services import message_post
 from core.faults import is_unavailable
@@ -33,11 +33,15 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Claim:
-    """A turn a runner holds the lease on, and which attempt at the turn this is."""
+    """A turn a runner holds the lease on, and which attempt at the turn this is; the seat of
+    the GM that answers it (the campaign's, blank: the deployment's default) and, on the first
+    attempt, the state its GM decides from (stored by the claim; a later one reads it back)."""
 
     turn: Turn
     owner: str
     attempt: int
+    seat: str
+    state: dict[str, Any] | None = None
 
 
 def claim_run(claim: Claim, provider: Any = None) -> Turn:
@@ -47,9 +51,9 @@ def claim_run(claim: Claim, provider: Any = None) -> Turn:
     model = ""
     with Heartbeat(turn_id=turn.pk, owner=claim.owner) as heartbeat:
         try:
-            provider = provider or provider_for(_seat(turn))
+            provider = provider or provider_for(claim.seat)
             model = provider.model
-            session = _session(claim, heartbeat)
+            session = _session(claim, heartbeat, first=True)
             actor = turn.actor.get_username()
             session.publish(GMTurnStarted(actor=actor, model=model, attempt=claim.attempt))
             while not _played(provider, session, claim):
@@ -66,11 +70,6 @@ def claim_run(claim: Claim, provider: Any = None) -> Turn:
             _end(claim, Turn.Status.FAILED, session, model=model, reason=reason)
     turn.refresh_from_db()
     return turn
-
-
-def _seat(turn: Turn) -> str:
-    """The campaign's chosen GM (blank: the deployment's default)."""
-    return Campaign.objects.values_list("gm_provider", flat=True).get(pk=turn.campaign_id)
 
 
 def _played(provider: Any, session: TurnSession, claim: Claim) -> bool:
@@ -107,15 +106,18 @@ def turn_pause(turn: Turn, owner: str, session: TurnSession) -> bool:
     return waiting
 
 
-def _session(claim: Claim, heartbeat: Heartbeat) -> TurnSession:
+def _session(claim: Claim, heartbeat: Heartbeat, *, first: bool = False) -> TurnSession:
+    """The turn's session, from its transcript; the `first` of a first attempt's has no round
+    to read yet (rounds are stored under the lease, and no runner held it before this claim)."""
     turn = claim.turn
-    opening = transcript_state(turn=turn)
+    opening = claim.state if claim.state is not None else transcript_state(turn=turn)
+    fresh = first and claim.attempt == 1
     return TurnSession(
         turn=turn,
         context=gm_context(turn=turn, state=opening),
         owner=claim.owner,
         attempt=claim.attempt,
-        rounds=transcript_rounds(turn=turn),
+        rounds=[] if fresh else transcript_rounds(turn=turn),
         watch=heartbeat,
     )
 
@@ -142,19 +144,27 @@ def _end(
     try:
         with transaction.atomic(durable=True):
             current = lease_hold(claim.turn, claim.owner)
+            figures = None
             if session is not None:
                 session.flush()
-                turn_figures(current, session, model=model)
+                figures = _figures(session, model=model)
             text = session.text if session is not None else ""
-            turn_close(current, status=status, model=model, text=text, reason=reason)
+            turn_close(
+                current, status=status, model=model, text=text, reason=reason, figures=figures
+            )
     except TurnStopped:
         logger.warning("GM turn %s ended elsewhere; %s writes nothing", claim.turn.pk, claim.owner)
 
 
 def turn_figures(turn: Turn, session: TurnSession, *, model: str = "") -> None:
-    """Add this attempt's figures to the turn's: the model that answered (as its log rows name
-    it: the last stored round's, else the provider's), the GM's time, the first word's delay if
-    none was recorded before, and the tokens its new rounds cost."""
+    """Add this attempt's figures to the turn's (`_figures`)."""
+    Turn.objects.filter(pk=turn.pk).update(**_figures(session, model=model))
+
+
+def _figures(session: TurnSession, *, model: str) -> dict[str, Any]:
+    """This attempt's figures, as updates of the turn's: the model that answered (as its log
+    rows name it: the last stored round's, else the provider's), the GM's time, the first
+    word's delay if none was recorded before, and the tokens its new rounds cost."""
     answered = session.rounds[-1].model if session.rounds else model
     figures: dict[str, Any] = {
         "answer_ms": Coalesce(F("answer_ms"), 0) + session.elapsed_ms(),
@@ -166,16 +176,22 @@ def turn_figures(turn: Turn, session: TurnSession, *, model: str = "") -> None:
     if session.tokens is not None:
         figures["tokens_in"] = Coalesce(F("tokens_in"), 0) + session.tokens[0]
         figures["tokens_out"] = Coalesce(F("tokens_out"), 0) + session.tokens[1]
-    Turn.objects.filter(pk=turn.pk).update(**figures)
+    return figures
 
 
 def turn_close(
-    turn: Turn, *, status: str, model: str = "", text: str = "", reason: str = ""
+    turn: Turn,
+    *,
+    status: str,
+    model: str = "",
+    text: str = "",
+    reason: str = "",
+    figures: dict[str, Any] | None = None,
 ) -> None:
     """End a turn, under its locks: the GM's words so far as its message (on record only, if
-    the turn was undone), a system note unless it completed, its status, and
-    `gm_turn_completed` for the table."""
-    has_calls = ToolInvocation.objects.filter(campaign_id=turn.campaign_id, turn=turn).exists()
+    the turn was undone), a system note unless it completed, its status (with its runner's
+    `figures`, `_figures`, in the same write), and `gm_turn_completed` for the table."""
+    calls = _calls(turn)
     message = None
     if turn.reverted_at is not None:
         if text:  # undone while the GM was speaking: keep the words on record, not in the feed
@@ -190,11 +206,19 @@ def turn_close(
     else:
         if text:
             message = _post(turn, ChatMessage.Role.GM, text)
-        note = _note(turn, status, reason=reason, unfinished=bool(text), has_calls=has_calls)
+        note = _note(turn, status, reason=reason, unfinished=bool(text), has_calls=bool(calls))
         if note:
             message = _post(turn, ChatMessage.Role.SYSTEM, note)
-    Turn.objects.filter(pk=turn.pk).update(status=status, lease_owner="", lease_expires_at=None)
-    _completed_event(turn, status=status, model=model, message=message, error=reason)
+    Turn.objects.filter(pk=turn.pk).update(
+        status=status, lease_owner="", lease_expires_at=None, **(figures or {})
+    )
+    _completed_event(turn, status=status, model=model, message=message, error=reason, calls=calls)
+
+
+def _calls(turn: Turn) -> list[str]:
+    """The ids of the turn's log rows, in the log's order."""
+    rows = ToolInvocation.objects.filter(campaign_id=turn.campaign_id, turn=turn)
+    return [str(pk) for pk in rows.order_by("sequence").values_list("pk", flat=True)]
 
 
 def _post(turn: Turn, role: str, content: str) -> ChatMessage:
@@ -224,18 +248,21 @@ def _who(turn: Turn) -> str:
 
 
 def _completed_event(
-    turn: Turn, *, status: str, model: str, message: ChatMessage | None, error: str
+    turn: Turn,
+    *,
+    status: str,
+    model: str,
+    message: ChatMessage | None,
+    error: str,
+    calls: list[str],
 ) -> None:
-    invocations = ToolInvocation.objects.filter(campaign_id=turn.campaign_id, turn=turn)
     by = turn.cancel_requested_by if status == Turn.Status.CANCELLED else None
     completed = GMTurnCompleted(
         status=status,
         model=model,
         message=message.pk if message else None,
         content=message.content if message else "",
-        invocations=[
-            str(pk) for pk in invocations.order_by("sequence").values_list("pk", flat=True)
-        ],
+        invocations=calls,
         error=error,
         cancelled_by=by.get_username() if by is not None else None,
     )

@@ -25,7 +25,7 @@ from campaigns.realtime import broadcast_on_commit, event
 from core.errors import AppError
 from gm.base import Round, ToolOutcome, TurnStopped
 from gm.context import GMContext
-from gm.lease import Heartbeat
+from gm.lease import Heartbeat, turn_now
 from gm.transcript import round_complete, round_record
 
 DELTA_MIN_CHARS = 24
@@ -59,6 +59,8 @@ class TurnSession:
         self._watch = watch
         self._said: list[str] = []
         self._pending = ""
+        # The tool_use ids of the rounds this session stored: calls that ran nowhere yet.
+        self._new_uses: set[str] = set()
         # Set when the turn paused for an approval: the runner leaves it as it is.
         self.paused = False
         # This attempt's figures (Turn.first_word_ms and the rest): when it began, when it
@@ -99,16 +101,12 @@ class TurnSession:
 
     def step(self) -> None:
         self._check_lease()
-        now = (
-            Turn.objects.filter(pk=self.turn.pk)
-            .values("status", "lease_owner", "reverted_at", "cancel_requested_at")
-            .first()
-        )
-        if now is None or now["status"] != Turn.Status.RUNNING or now["lease_owner"] != self.owner:
+        now = turn_now(self.turn.pk)
+        if now is None or now.status != Turn.Status.RUNNING or now.lease_owner != self.owner:
             raise TurnStopped(TurnStopped.LOST)
-        if now["reverted_at"] is not None:
+        if now.reverted_at is not None:
             raise TurnStopped(TurnStopped.UNDONE)
-        if now["cancel_requested_at"] is not None:
+        if now.cancel_requested_at is not None:
             raise TurnStopped(TurnStopped.CANCELLED)
 
     @contextmanager
@@ -160,6 +158,7 @@ class TurnSession:
             text=text,
         )
         self.rounds.append(stored)
+        self._new_uses.update(use["id"] for use in stored.tool_uses)
         return stored
 
     def complete_round(self, round: Round, results: list[dict[str, Any]]) -> Round:
@@ -176,7 +175,11 @@ class TurnSession:
         read = registry.read_tool(name)
         if read is not None:
             return self._read(read, input, tool_use_id)
-        return self._recorded(tool_use_id) or self._write(name, input, model, tool_use_id)
+        # A call of a round this session stored ran nowhere before: the log is asked only about
+        # the calls of rounds stored by an earlier run (should another runner have taken the
+        # turn since, the log refuses the call's second row, and `_write` reads the first).
+        recorded = None if tool_use_id in self._new_uses else self._recorded(tool_use_id)
+        return recorded or self._write(name, input, model, tool_use_id)
 
     def _tool_context(self, tool_use_id: str = "") -> ToolContext:
         return ToolContext(

@@ -14,6 +14,7 @@ of its runs have died (a resume after an approval is a claim, not a death), with
 GM_LEASE_SECONDS of the death and without any request.
 """
 
+import functools
 from datetime import datetime
 from typing import Any
 
@@ -26,7 +27,8 @@ from django_tasks import task
 from audit.models import ToolInvocation
 from audit.services.common import campaign_lock
 from campaigns.models import Turn
-from campaigns.selectors import campaign_state
+from campaigns.selectors import world_dump
+from gm import rows
 from gm.lease import WATCH_GRACE, lease_deadline, new_owner, turn_lock
 from gm.runner import Claim, claim_run, turn_close
 from gm.transcript import transcript_open, transcript_text
@@ -70,44 +72,70 @@ def _watch_at(turn: Turn, at: datetime) -> None:
     watch_turn.using(run_after=at + WATCH_GRACE).enqueue(turn.pk, turn.attempts)
 
 
-def _holding(campaign_id: Any) -> bool:
-    """Whether one of the campaign's turns holds its place (running, or paused on a call)."""
-    return Turn.objects.filter(campaign_id=campaign_id, status__in=HOLDING).exists()
-
-
-def _oldest_queued(campaign_id: Any) -> Turn | None:
-    queued = Turn.objects.filter(campaign_id=campaign_id, status=Turn.Status.QUEUED)
-    return queued.order_by("pk").first()
-
-
 def turn_claim(*, campaign_id: Any, turn_id: int | None = None) -> Claim | None:
     """Claim the campaign's oldest queued turn for this runner (`turn_id`: only if it is that
     turn), unless one of its turns is running. The first claim stores the state the turn's GM
     decides from."""
     with transaction.atomic(durable=True):
         campaign = campaign_lock(campaign_id)
-        turns = Turn.objects.filter(campaign_id=campaign_id)
-        # A turn undone while it waited is over: the GM never answers it.
-        turns.filter(status=Turn.Status.QUEUED, reverted_at__isnull=False).update(
-            status=Turn.Status.CANCELLED, lease_expires_at=None
-        )
-        if _holding(campaign_id):
-            return None
-        turn = _oldest_queued(campaign_id)
-        if turn is None or (turn_id is not None and turn.pk != turn_id):
-            return None
         owner = new_owner()
-        turns.filter(pk=turn.pk).update(
-            status=Turn.Status.RUNNING,
-            lease_owner=owner,
-            lease_expires_at=lease_deadline(),
-            attempts=F("attempts") + 1,
-        )
-        turn = Turn.objects.get(pk=turn.pk)
+        turn = _claim_oldest(campaign_id, owner=owner, only=turn_id)
+        if turn is None:
+            return None
+        state = None
         if turn.attempts == 1:
-            transcript_open(turn=turn, state=campaign_state(campaign))
+            state = transcript_open(turn=turn, state=world_dump(campaign))
         _watch_at(turn, turn.lease_expires_at)
-        return Claim(turn=turn, owner=owner, attempt=turn.attempts)
+        return Claim(
+            turn=turn,
+            owner=owner,
+            attempt=turn.attempts,
+            seat=campaign.gm_provider,
+            state=state,
+        )
+
+
+def _claim_oldest(campaign_id: Any, *, owner: str, only: int | None) -> Turn | None:
+    """Under the campaign lock: cancel the campaign's queued turns that were undone while they
+    waited (the GM never answers them), then, unless one of its turns holds its place, claim
+    its oldest queued turn (`only`: if it is that turn) for `owner`; the claimed turn with its
+    actor, or None."""
+    campaign = rows.prep(Turn, "campaign", campaign_id)
+    queued = Turn.Status.QUEUED
+    params = [Turn.Status.CANCELLED, campaign, queued, campaign, queued, campaign, *HOLDING]
+    params += [Turn.Status.RUNNING, owner, lease_deadline(), *([only] if only is not None else [])]
+    # Raw SQL: UPDATE … RETURNING, which the ORM cannot say; as querysets this is five
+    # statements (the cancellation, the look for a holding turn, the pick, the claim, the read
+    # back) and a sixth for the actor, at every turn.
+    values = rows.fetch_one(_claim_sql(only is not None), params)
+    if values is None:
+        return None
+    turn = rows.instance(Turn, values[: rows.width(Turn)])
+    turn.actor = rows.instance(ACTOR, values[rows.width(Turn) :])
+    return turn
+
+
+ACTOR = Turn._meta.get_field("actor").related_model
+
+
+@functools.cache
+def _claim_sql(only: bool) -> str:
+    """`_claim_oldest`'s statement (`only`: with the turn it may claim). Its CTEs see the
+    table as it was when it began, so the pick leaves out the undone turns it cancels."""
+    t, c = rows.table(Turn), functools.partial(rows.column, Turn)
+    pk, campaign, status, undone = c("pk"), c("campaign"), c("status"), c("reverted_at")
+    expires, actor = c("lease_expires_at"), rows.column(ACTOR, "pk")
+    return (
+        f"WITH cancelled AS (UPDATE {t} SET {status} = %s, {expires} = NULL "
+        f"WHERE {campaign} = %s AND {status} = %s AND {undone} IS NOT NULL), "
+        f"oldest AS ({_oldest_sql(answerable=True)}) "
+        f"UPDATE {t} AS turn SET {status} = %s, {c('lease_owner')} = %s, {expires} = %s, "
+        f"{c('attempts')} = turn.{c('attempts')} + 1 "
+        f"FROM oldest, {rows.table(ACTOR)} AS actor WHERE turn.{pk} = oldest.{pk} "
+        f"AND actor.{actor} = turn.{c('actor')}"
+        + (f" AND turn.{pk} = %s" if only else "")
+        + f" RETURNING {rows.columns(Turn, 'turn')}, {rows.columns(ACTOR, 'actor')}"
+    )
 
 
 def turn_resume(*, invocation: Any, **_: Any) -> None:
@@ -137,11 +165,33 @@ def turn_enqueue_next(*, campaign_id: Any) -> None:
 
 
 def _enqueue_next(campaign_id: Any) -> None:
-    if _holding(campaign_id):
-        return
-    following = _oldest_queued(campaign_id)
+    following = _next_queued(campaign_id)
     if following is not None:
-        run_turn.enqueue(following.pk)
+        run_turn.enqueue(following)
+
+
+def _next_queued(campaign_id: Any) -> int | None:
+    """The campaign's oldest queued turn, unless one of its turns holds its place (running, or
+    paused on a call)."""
+    campaign = rows.prep(Turn, "campaign", campaign_id)
+    # Plain SQL: a hot read (every turn's end), one statement where the ORM's are two.
+    params = [campaign, Turn.Status.QUEUED, campaign, *HOLDING]
+    found = rows.fetch_one(_oldest_sql(answerable=False), params)
+    return None if found is None else found[0]
+
+
+@functools.cache
+def _oldest_sql(*, answerable: bool) -> str:
+    """The id of a campaign's oldest queued turn (`answerable`: of those not undone), unless one
+    of its turns holds its place. Parameters: the campaign, QUEUED, the campaign, HOLDING."""
+    t, c = rows.table(Turn), functools.partial(rows.column, Turn)
+    pk, campaign, status = c("pk"), c("campaign"), c("status")
+    return (
+        f"SELECT {pk} FROM {t} WHERE {campaign} = %s AND {status} = %s "
+        + (f"AND {c('reverted_at')} IS NULL " if answerable else "")
+        + f"AND NOT EXISTS (SELECT 1 FROM {t} WHERE {campaign} = %s AND {status} IN (%s, %s)) "
+        f"ORDER BY {pk} LIMIT 1"
+    )
 
 
 def turn_watch(*, turn_id: int, attempt: int) -> str:

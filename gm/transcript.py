@@ -2,24 +2,25 @@
 holds the turn's lease (`gm.lease.lease_check`), checked under the campaign and turn locks in the
 write's own transaction: a runner whose lease went to another worker stores nothing more."""
 
+import functools
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
 from campaigns.models import Turn
+from gm import rows
 from gm.base import Round
 from gm.lease import lease_check
 from gm.models import GMRound, GMTranscript
 
 
 def transcript_open(*, turn: Turn, state: dict[str, Any]) -> dict[str, Any]:
-    """The state the turn's GM decides from: `state` on its first attempt, stored; the stored
-    one on every later attempt. Assumes the campaign lock (the claim holds it)."""
-    transcript, _ = GMTranscript.objects.get_or_create(
-        turn=turn, defaults={"campaign_id": turn.campaign_id, "state": state}
-    )
-    return transcript.state
+    """Store `state`, the state the turn's GM decides from on every attempt, at its first
+    claim (later attempts read it back, `transcript_state`); a turn has one, so a second raises
+    IntegrityError. Assumes the campaign lock (the claim holds it)."""
+    GMTranscript.objects.create(turn=turn, campaign_id=turn.campaign_id, state=state)
+    return state
 
 
 def transcript_text(*, turn: Turn) -> str:
@@ -68,20 +69,31 @@ def round_record(
 
 
 def round_complete(*, turn: Turn, owner: str, index: int, results: list[dict[str, Any]]) -> Round:
+    params = [rows.prep(GMRound, "results", results), timezone.now(), turn.pk, index]
     with transaction.atomic(durable=True):
         lease_check(turn, owner)
-        row = GMRound.objects.get(turn_id=turn.pk, index=index)
-        row.results, row.completed_at = results, timezone.now()
-        row.save(update_fields=["results", "completed_at"])
-    return _round(row)
+        # Raw SQL: UPDATE … RETURNING, which the ORM cannot say (as querysets: a read of the
+        # round and its write, at every round that called a tool).
+        found = rows.fetch_one(_complete_sql(), params)
+    if found is None:
+        raise GMRound.DoesNotExist(f"No round {index} of turn {turn.pk}.")
+    fields = [GMRound._meta.get_field(name) for name in ROUND]
+    return Round(*(rows.from_db(field, value) for field, value in zip(fields, found, strict=True)))
+
+
+# What a `Round` holds of its row.
+ROUND = ("index", "content", "stop_reason", "model", "text", "results")
+
+
+@functools.cache
+def _complete_sql() -> str:
+    c = functools.partial(rows.column, GMRound)
+    return (
+        f"UPDATE {rows.table(GMRound)} SET {c('results')} = %s, {c('completed_at')} = %s "
+        f"WHERE {c('turn')} = %s AND {c('index')} = %s "
+        f"RETURNING {', '.join(c(name) for name in ROUND)}"
+    )
 
 
 def _round(row: GMRound) -> Round:
-    return Round(
-        index=row.index,
-        content=row.content,
-        stop_reason=row.stop_reason,
-        model=row.model,
-        text=row.text,
-        results=row.results,
-    )
+    return Round(**{name: getattr(row, name) for name in ROUND})

@@ -3,19 +3,23 @@ a lease nobody renews makes the watchdog resume the turn, or fail it after GM_MA
 
 import time
 from datetime import timedelta
+from functools import partial
 
 import pytest
 from django.core.management import call_command
+from django.db import OperationalError, transaction
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
 from audit.models import ToolInvocation
-from campaigns.models import ChatMessage, Turn
+from campaigns.models import Campaign, ChatMessage, Turn
 from gm.base import Session, TurnStopped
+from gm.lease import lease_check, lease_hold, turn_lock, turn_now
 from gm.models import GMRound
 from gm.runner import claim_run
 from gm.services import gm_turn_run, turn_submit
 from gm.tasks import turn_claim, turn_watch
+from tests.conftest import all_at_once, build_world
 from tests.gm.conftest import Provider, of_turn
 
 DEADLINE = 10  # seconds a polled condition may take
@@ -241,3 +245,42 @@ def test_a_runner_that_lost_its_lease_stores_no_more_rounds(world, play):
 
     assert stopped == [TurnStopped.LOST]
     assert not GMRound.objects.filter(turn=turn).exists()
+
+
+def locked_elsewhere(model, pk) -> bool:
+    """Whether another connection finds the row locked."""
+    try:
+        with transaction.atomic():
+            list(model.objects.select_for_update(nowait=True).filter(pk=pk))
+    except OperationalError:
+        return True
+    return False
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_lease_check_holds_the_campaign_and_the_turn_locked_for_its_owner_only(world):
+    turn, elsewhere = submit(world), build_world("b-").turn(message="elsewhere")
+    claim = turn_claim(campaign_id=world.campaign.pk)
+    with transaction.atomic():
+        lease_check(claim.turn, claim.owner)
+        rows = (Campaign, world.campaign.pk), (Turn, turn.pk), (Campaign, elsewhere.campaign_id)
+        seen = all_at_once(*(partial(locked_elsewhere, model, pk) for model, pk in rows))
+    assert seen == [True, True, False]
+    with pytest.raises(TurnStopped), transaction.atomic():
+        lease_check(claim.turn, "another:1:abc")
+    with transaction.atomic():
+        assert turn_lock(elsewhere).pk == elsewhere.pk
+        held = lease_hold(claim.turn, claim.owner)
+    assert (held.pk, held.status, held.lease_owner) == (turn.pk, "running", claim.owner)
+
+
+def test_a_runner_reads_its_turn_as_it_is_now(world):
+    turn, other = submit(world), submit(world, "I rest")
+    claim = turn_claim(campaign_id=world.campaign.pk)
+    Turn.objects.filter(pk=turn.pk).update(cancel_requested_at=timezone.now())
+
+    now = turn_now(turn.pk)
+    assert (now.status, now.lease_owner, now.reverted_at) == ("running", claim.owner, None)
+    assert now.cancel_requested_at is not None
+    assert turn_now(other.pk) == ("queued", "", None, None)
+    assert turn_now(other.pk + 1000) is None

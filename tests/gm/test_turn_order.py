@@ -3,12 +3,14 @@ campaign do not wait for them."""
 
 import pytest
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
 from campaigns.models import Turn
+from gm.models import GMTranscript
 from gm.runner import claim_run
 from gm.services import turn_submit
-from gm.tasks import turn_claim, turn_enqueue_next
+from gm.tasks import _next_queued, turn_claim, turn_enqueue_next
 from tests.conftest import build_world
 
 
@@ -67,3 +69,32 @@ def test_the_database_refuses_a_second_running_turn_in_a_campaign(world):
     elsewhere = build_world("b-").turn(message="C")
     Turn.objects.filter(pk=elsewhere.pk).update(status=Turn.Status.RUNNING)
     assert Turn.objects.filter(status="running").count() == 2
+
+
+def test_a_claim_cancels_undone_queued_turns_and_takes_the_oldest_other_with_its_actor(world):
+    undone, first, second = (submit(world, m) for m in ("I flee", "I attack", "I rest"))
+    Turn.objects.filter(pk=undone.pk).update(reverted_at=timezone.now())
+    build_world("b-").turn(message="elsewhere")  # another campaign's turns are none of its
+
+    assert turn_claim(campaign_id=world.campaign.pk, turn_id=second.pk) is None
+    claim = turn_claim(campaign_id=world.campaign.pk)
+
+    assert claim.turn.pk == first.pk and claim.turn.actor == world.player
+    assert (claim.turn.status, claim.turn.attempts, claim.turn.lease_owner) == (
+        "running",
+        1,
+        claim.owner,
+    )
+    assert statuses(undone, first, second) == ["cancelled", "running", "queued"]
+    assert claim.state == GMTranscript.objects.get(turn=first).state
+
+
+def test_a_turn_held_for_approval_holds_its_campaigns_line_too(world):
+    paused, later = submit(world, "I attack"), submit(world, "I rest")
+    Turn.objects.filter(pk=paused.pk).update(status=Turn.Status.AWAITING_APPROVAL)
+
+    assert turn_claim(campaign_id=world.campaign.pk) is None
+    assert _next_queued(world.campaign.pk) is None
+    Turn.objects.filter(pk=paused.pk).update(status=Turn.Status.COMPLETED)
+    assert _next_queued(world.campaign.pk) == later.pk
+    assert _next_queued(build_world("b-").campaign.pk) is None

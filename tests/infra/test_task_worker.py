@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from django.db import connection, transaction
 from django.utils import timezone
-from django_tasks_db.models import DBTaskResult
+from django_tasks_db.models import DBTaskResult, get_date_max
 
 from campaigns.models import Turn
 from gm import wakeup as wakeup_module
@@ -194,3 +194,32 @@ def test_a_worker_that_heard_only_jobs_for_later_does_not_look_at_the_queue(db, 
     first, after_later, after_sooner, *_ = wakeup.waits
     assert first == NEVER  # nothing scheduled in the queue
     assert 290 < after_later <= 300 and 90 < after_sooner <= 100  # till the earliest heard
+
+
+def test_a_claim_takes_the_first_due_job_of_its_queue_and_marks_it_running(db):
+    def job(priority=0, queue="default", backend="default", later=False):
+        return DBTaskResult.objects.create(
+            args_kwargs={"args": [priority], "kwargs": {}},
+            priority=priority,
+            task_path="gm.tasks.run_turn",
+            queue_name=queue,
+            backend_name=backend,
+            run_after=timezone.now() + timedelta(hours=1) if later else get_date_max(),
+        )
+
+    first, second = job(priority=5), job(priority=5)
+    job(priority=1)
+    elsewhere = job(priority=9, queue="other")
+    job(priority=9, later=True), job(priority=9, backend="b")
+    serving = worker(queue_names=["default", "spare"])
+
+    claimed = serving.claim_next()
+
+    assert claimed.pk == first.pk
+    assert (claimed.status, claimed.worker_ids) == ("RUNNING", [serving.worker_id])
+    assert claimed.started_at is not None and claimed.args_kwargs == first.args_kwargs
+    stored = DBTaskResult.objects.get(pk=first.pk)
+    assert (stored.status, stored.worker_ids) == ("RUNNING", [serving.worker_id])
+    assert serving.claim_next().pk == second.pk
+    assert worker(excluded_queue_names=["default"]).claim_next().pk == elsewhere.pk
+    assert worker(queue_names=["spare"]).claim_next() is None

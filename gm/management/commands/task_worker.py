@@ -13,6 +13,7 @@ SIGTERM or SIGINT stops the claims, lets the running jobs end, then exits; a sec
 at once, and the turns it held resume elsewhere when their leases run out, as after a crash.
 """
 
+import functools
 import logging
 import os
 import random
@@ -27,43 +28,83 @@ from types import FrameType
 from typing import Any
 
 from django.db import close_old_connections, connections, router
-from django.db.models import QuerySet
 from django.utils import timezone
 from django_tasks_db.compat import TaskResultStatus
 from django_tasks_db.management.commands import db_worker
 from django_tasks_db.models import DBTaskResult, get_date_max
-from django_tasks_db.utils import exclusive_transaction
 
+from gm import rows
 from gm.wakeup import Wakeup, seconds_until
 
 logger = logging.getLogger("django_tasks_db")
 
 
-def _queue(backend_name: str, queues: list[str] | None, excluded: list[str]) -> QuerySet:
-    """A worker's queue: its backend's jobs in the queues it serves (None: every queue)."""
-    tasks = DBTaskResult.objects.filter(backend_name=backend_name)
-    if queues is not None:
-        tasks = tasks.filter(queue_name__in=queues)
-    if excluded:
-        tasks = tasks.exclude(queue_name__in=excluded)
-    return tasks
-
-
-def _next_ready(backend_name: str, queues: list[str] | None, excluded: list[str]) -> Any:
-    """django-tasks-db's `ready()` and `get_locked()`: the first job due now, locked, skipping
-    the locked ones; or None."""
-    return _queue(backend_name, queues, excluded).ready().get_locked()
+def _claim(
+    backend_name: str, queues: list[str] | None, excluded: list[str], worker_id: str
+) -> DBTaskResult | None:
+    """django-tasks-db's `ready().get_locked()` and the job's `claim()`: the first job of the
+    worker's queue (its backend's jobs in the queues it serves, None: every queue) due now, in
+    the queue's order and skipping the locked ones, marked running for `worker_id`; or None."""
+    now = timezone.now()
+    appended = rows.prep(DBTaskResult, "worker_ids", [worker_id])
+    params = [TaskResultStatus.RUNNING, now, appended]
+    params += [*_queue_params(backend_name, queues, excluded), TaskResultStatus.READY]
+    params += [get_date_max(), now]
+    # Raw SQL: UPDATE … RETURNING, which the ORM cannot say; as querysets the look (rebuilt at
+    # every look, a worker's most frequent statement) and the claim are two statements.
+    found = rows.fetch_one(_claim_sql(_shape(queues, excluded)), params)
+    return None if found is None else rows.instance(DBTaskResult, found)
 
 
 def _first_due(backend_name: str, queues: list[str] | None, excluded: list[str]) -> Any:
     """When the job scheduled first for later is due, or None."""
+    params = [*_queue_params(backend_name, queues, excluded), TaskResultStatus.READY]
+    # Plain SQL: a worker's look before each idle wait, with `_claim`'s queue.
+    found = rows.fetch_one(_first_due_sql(_shape(queues, excluded)), [*params, get_date_max()])
+    return None if found is None else found[0]
+
+
+def _queue_params(backend_name: str, queues: list[str] | None, excluded: list[str]) -> list[str]:
+    return [backend_name, *(queues or []), *excluded]
+
+
+def _shape(queues: list[str] | None, excluded: list[str]) -> tuple[int | None, int]:
+    return (None if queues is None else len(queues), len(excluded))
+
+
+def _queue_sql(shape: tuple[int | None, int]) -> str:
+    """The condition of a worker's queue (`_queue_params`) and READY, for a queue of this
+    `shape` (how many queues it serves, None: every one; how many it leaves out)."""
+    served, excluded = shape
+    c = functools.partial(rows.column, DBTaskResult)
+    where = f"{c('backend_name')} = %s"
+    if served is not None:
+        where += f" AND {c('queue_name')} IN ({', '.join(['%s'] * served) or 'NULL'})"
+    if excluded:
+        where += f" AND NOT ({c('queue_name')} IN ({', '.join(['%s'] * excluded)}))"
+    return f"{where} AND {c('status')} = %s"
+
+
+@functools.cache
+def _claim_sql(shape: tuple[int | None, int]) -> str:
+    c, t = functools.partial(rows.column, DBTaskResult), rows.table(DBTaskResult)
+    run_after = c("run_after")
+    ready = f"{_queue_sql(shape)} AND ({run_after} = %s OR {run_after} <= %s)"
+    order = f"{c('priority')} DESC, {run_after} ASC, {c('enqueued_at')} ASC"
     return (
-        _queue(backend_name, queues, excluded)
-        .filter(status=TaskResultStatus.READY)
-        .exclude(run_after=get_date_max())
-        .order_by("run_after")
-        .values_list("run_after", flat=True)
-        .first()
+        f"UPDATE {t} AS job SET {c('status')} = %s, {c('started_at')} = %s, "
+        f"{c('worker_ids')} = job.{c('worker_ids')} || %s WHERE job.{c('pk')} = "
+        f"(SELECT {c('pk')} FROM {t} WHERE {ready} ORDER BY {order} "
+        f"LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING {rows.columns(DBTaskResult, 'job')}"
+    )
+
+
+@functools.cache
+def _first_due_sql(shape: tuple[int | None, int]) -> str:
+    run_after = rows.column(DBTaskResult, "run_after")
+    return (
+        f"SELECT {run_after} FROM {rows.table(DBTaskResult)} WHERE {_queue_sql(shape)} "
+        f"AND NOT ({run_after} = %s) ORDER BY {run_after} ASC LIMIT 1"
     )
 
 
@@ -84,17 +125,14 @@ class WakingWorker(db_worker.Worker):
         self.due: datetime | None = None  # when the job scheduled first is due, as last known
 
     def queue_of(self) -> tuple[str, list[str] | None, list[str]]:
-        """What names this worker's queue: `_queue`'s arguments."""
+        """What names this worker's queue: its backend, the queues it serves (None: every
+        queue) and those it leaves out."""
         queues = None if self.process_all_queues else list(self.queue_names)
         return self.backend_name, queues, list(self.excluded_queue_names or [])
 
     def claim_next(self) -> DBTaskResult | None:
         """The next ready job, claimed for this worker (None if there is none)."""
-        with exclusive_transaction(self.alias):
-            task_result = _next_ready(*self.queue_of())
-            if task_result is not None:
-                task_result.claim(self.worker_id)
-            return task_result
+        return _claim(*self.queue_of(), self.worker_id)
 
     def idle_wait(self, wakeup: Wakeup) -> float:
         """How long to sleep with nothing ready: until the job scheduled first is due, and at
