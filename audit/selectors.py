@@ -70,16 +70,18 @@ def invocation_get(*, campaign: Campaign, invocation_id: Any, lock: bool = False
     return get_or_not_found(rows, pk=invocation_id)
 
 
+def turn_messages() -> QuerySet[ChatMessage]:
+    """A turn's messages as the turn list prefetches them: oldest first, with their authors."""
+    return ChatMessage.objects.select_related("author").order_by("created_at", "id")
+
+
 def turn_list(*, campaign: Campaign) -> QuerySet[Turn]:
     """Turns newest first with their messages and invocation summaries: four queries a page."""
     return (
         Turn.objects.filter(campaign=campaign)
         .select_related("actor", "reverted_by")
         .prefetch_related(
-            Prefetch(
-                "messages",
-                queryset=ChatMessage.objects.select_related("author").order_by("created_at", "id"),
-            ),
+            Prefetch("messages", queryset=turn_messages()),
             Prefetch(
                 "invocations",
                 queryset=ToolInvocation.objects.order_by("sequence").only(
