@@ -10,6 +10,8 @@ from campaigns.models import Campaign, DiceRoll, Invite, MapBackground, Membersh
 from campaigns.selectors import (
     board_world,
     campaign_fresh,
+    campaign_get_for_member,
+    campaign_get_visible,
     campaign_members,
     campaign_state,
     invite_list,
@@ -18,6 +20,7 @@ from campaigns.selectors import (
     world_names,
 )
 from campaigns.services import dice_roll_record, invite_create
+from core.errors import NotFound
 from tests.conftest import World
 
 pytestmark = pytest.mark.django_db
@@ -103,3 +106,22 @@ def test_invite_list_is_the_campaigns_links_newest_first(world: World):
     listed = invite_list(campaign=world.campaign)
     expected = Invite.objects.filter(campaign=world.campaign).order_by("-created_at")
     assert [fields(i) for i in listed] == [fields(i) for i in expected] and len(listed) == 2
+
+
+def test_a_campaign_is_read_for_its_members_and_staff_alone(world: World, staff):
+    found = campaign_get_for_member(campaign_id=str(world.campaign.pk), user=world.player)
+    assert fields(found) == fields(Campaign.objects.get(pk=world.campaign.pk))
+    assert found.owner == world.owner
+    elsewhere = Campaign.objects.get(name="Elsewhere")
+    for user, campaign_id in (
+        (world.outsider, world.campaign.pk),  # not a member
+        (world.player, elsewhere.pk),  # a member of another campaign
+        (world.player, "not-a-uuid"),
+        (world.player, "00000000-0000-0000-0000-000000000000"),
+    ):
+        with pytest.raises(NotFound):
+            campaign_get_for_member(campaign_id=campaign_id, user=user)
+    seen = campaign_get_visible(campaign_id=elsewhere.pk, user=staff)  # staff police every table
+    assert (seen.pk, seen.owner) == (elsewhere.pk, world.outsider)
+    with pytest.raises(NotFound):
+        campaign_get_visible(campaign_id=elsewhere.pk, user=world.player)
