@@ -4,12 +4,15 @@ person may do, for the surfaces to draw (`viewer_rights`, `reads_every_campaign`
 logged calls the fog hides from them (`log_fog`, `call_concealed`, `calls_concealed`): the
 feed, the approval card and the log's API read them alike."""
 
+import json
 from collections import defaultdict
 from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
-from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
+from django.contrib.auth.models import User
+from django.core.exceptions import ValidationError
+from django.db.models import Prefetch, Q, QuerySet
 
 from ai_tools import entities
 from ai_tools.base import Tier
@@ -25,7 +28,8 @@ from campaigns.models import (
 from campaigns.permissions import is_audit_staff
 from campaigns.selectors import revert_any_granted
 from campaigns.visibility import Fog, Sight, call_hidden, fog_read, held_call_hidden, placed_cell
-from core.queries import get_or_not_found
+from core.errors import NotFound
+from core.queries import columns_of, db_value, get_or_not_found, plain_rows, plain_sql, python_value
 
 # Columns only revert needs; the API never shows them, so a page of the log does not load them.
 _INTERNAL = ("revert_snapshot", "post_state", "write_set", "read_set", "broadcast_events")
@@ -66,16 +70,18 @@ def invocation_get(*, campaign: Campaign, invocation_id: Any, lock: bool = False
     return get_or_not_found(rows, pk=invocation_id)
 
 
+def turn_messages() -> QuerySet[ChatMessage]:
+    """A turn's messages as the turn list prefetches them: oldest first, with their authors."""
+    return ChatMessage.objects.select_related("author").order_by("created_at", "id")
+
+
 def turn_list(*, campaign: Campaign) -> QuerySet[Turn]:
     """Turns newest first with their messages and invocation summaries: four queries a page."""
     return (
         Turn.objects.filter(campaign=campaign)
         .select_related("actor", "reverted_by")
         .prefetch_related(
-            Prefetch(
-                "messages",
-                queryset=ChatMessage.objects.select_related("author").order_by("created_at", "id"),
-            ),
+            Prefetch("messages", queryset=turn_messages()),
             Prefetch(
                 "invocations",
                 queryset=ToolInvocation.objects.order_by("sequence").only(
@@ -86,55 +92,108 @@ def turn_list(*, campaign: Campaign) -> QuerySet[Turn]:
     )
 
 
-# What the feed reads of a logged call: its words, its status and who made it.
-FEED_CALL_FIELDS = (
-    "approval_of_id",
-    "reverted_by__username",
-    "revert_reason",
-    "tool_name",
-    "input",
-    "status",
-    "error",
-    "user__username",
-    "requested_by__username",
-    "source",
-    "revert_snapshot",
-    "post_state",
+# The feed's reads are plain SQL: every turn drawn after an event (the push of the page's
+# fragments) reads them, and the ORM's building and compiling cost several times each statement.
+
+_FEED_TURNS = (
+    "SELECT {t_columns}, {a_columns}, {r_columns}, "
+    "EXISTS (SELECT 1 FROM {t} x WHERE x.{t:retry_of} = t.{t:id}), "
+    "EXISTS (SELECT 1 FROM {t} x WHERE x.{t:redo_of} = t.{t:id}) "
+    "FROM {t} t JOIN {a} a ON a.{a:id} = t.{t:actor} "
+    "LEFT JOIN {r} r ON r.{r:id} = t.{t:reverted_by} "
+    "WHERE t.{t:campaign} = %s"
 )
+_FEED_TURNS_ORDER = " ORDER BY t.{t:created_at} DESC, t.{t:id} DESC LIMIT %s"
 
 
-def _feed_turns(campaign_id: Any, limit: int, turn_id: Any) -> QuerySet[Turn]:
-    turns = (
-        Turn.objects.filter(campaign_id=campaign_id)
-        .select_related("actor", "reverted_by")
-        .annotate(
-            retried=Exists(Turn.objects.filter(retry_of=OuterRef("pk"))),
-            redone=Exists(Turn.objects.filter(redo_of=OuterRef("pk"))),
-        )
+def _feed_turns(campaign_id: Any, limit: int, turn_id: Any) -> list[Turn]:
+    """The last `limit` turns, newest first (or the one `turn_id`), each with its actor and who
+    undid it, and whether it was `retried` and `redone`."""
+    one = " AND t.{t:id} = %s" if turn_id is not None else ""
+    sql = plain_sql(_FEED_TURNS + one + _FEED_TURNS_ORDER, t=Turn, a=User, r=User)
+    params = [campaign_id, *([db_value(Turn, "id", turn_id)] if one else []), limit]
+    turns, users = columns_of(Turn), columns_of(User)
+    recent = []
+    for row in plain_rows(sql, params):
+        turn = turns.load(row)
+        turn.actor = users.load(row, turns.width)
+        turn.reverted_by = users.load(row, turns.width + users.width)
+        turn.retried, turn.redone = row[-2:]
+        recent.append(turn)
+    return recent
+
+
+def _feed_messages(campaign_id: Any, turn_ids: list[int]) -> list[ChatMessage]:
+    """The messages of these turns, oldest first, with their authors: a live turn's still
+    shown, an undone turn's all (its collapsed line expands to them)."""
+    sql = plain_sql(
+        "SELECT {m_columns}, {u_columns} FROM {m} m JOIN {t} t ON t.{t:id} = m.{m:turn} "
+        "LEFT JOIN {u} u ON u.{u:id} = m.{m:author} "
+        "WHERE m.{m:campaign} = %s AND m.{m:turn} = ANY(%s) "
+        "AND (NOT m.{m:reverted} OR t.{t:reverted_at} IS NOT NULL) "
+        "ORDER BY m.{m:created_at}, m.{m:id}",
+        m=ChatMessage,
+        t=Turn,
+        u=User,
     )
-    if turn_id is not None:
-        turns = turns.filter(pk=turn_id)
-    return turns.order_by("-created_at", "-pk")[:limit]
+    messages, users = columns_of(ChatMessage), columns_of(User)
+    found = []
+    for row in plain_rows(sql, [campaign_id, turn_ids]):
+        message = messages.load(row)
+        message.author = users.load(row, messages.width)
+        found.append(message)
+    return found
 
 
-def _feed_messages(campaign_id: Any, turn_ids: list[int]) -> QuerySet[ChatMessage]:
-    return (
-        ChatMessage.objects.filter(campaign_id=campaign_id, turn_id__in=turn_ids)
-        .filter(Q(reverted=False) | Q(turn__reverted_at__isnull=False))
-        .select_related("author")
-        .order_by("created_at", "pk")
+# What the feed reads of a logged call, as the SQL of `_call_rows` names each: its words, its
+# status and who made it.
+_CALL_COLUMNS = {
+    "turn_id": "i.{i:turn}",
+    "pk": "i.{i:id}",
+    "created_at": "i.{i:created_at}",
+    "approval_of_id": "i.{i:approval_of}",
+    "reverted_by__username": "r.{u:username}",
+    "revert_reason": "i.{i:revert_reason}",
+    "tool_name": "i.{i:tool_name}",
+    "input": "i.{i:input}",
+    "status": "i.{i:status}",
+    "error": "i.{i:error}",
+    "user__username": "a.{u:username}",
+    "requested_by__username": "q.{u:username}",
+    "source": "i.{i:source}",
+    "revert_snapshot": "i.{i:revert_snapshot}",
+    "post_state": "i.{i:post_state}",
+}
+_CALL_JSON = ("input", "revert_snapshot", "post_state")
+
+
+def _call_rows(where: str, params: list[Any], order: str) -> list[dict[str, Any]]:
+    """Logged calls as plain values (`_CALL_COLUMNS`), as `values()` reads them, with who made,
+    asked for and undid each: the rows `where` picks, in `order`."""
+    sql = plain_sql(
+        f"SELECT {', '.join(_CALL_COLUMNS.values())} FROM {{i}} i "
+        "LEFT JOIN {u} a ON a.{u:id} = i.{i:user} "
+        "LEFT JOIN {u} q ON q.{u:id} = i.{i:requested_by} "
+        "LEFT JOIN {u} r ON r.{u:id} = i.{i:reverted_by} "
+        f"WHERE i.{{i:campaign}} = %s AND {where} {order}",
+        i=ToolInvocation,
+        u=User,
     )
+    rows = [dict(zip(_CALL_COLUMNS, values, strict=True)) for values in plain_rows(sql, params)]
+    for row in rows:
+        for name in _CALL_JSON:
+            row[name] = python_value(ToolInvocation, name, row[name])
+    return rows
 
 
-def _feed_calls(campaign_id: Any, turn_ids: list[int]) -> QuerySet:
-    return (
-        ToolInvocation.objects.filter(campaign_id=campaign_id, turn_id__in=turn_ids)
-        # A held call that was approved ran as a row of its own (`approval_of`), which the feed
-        # shows; the held row it ran for is not a second call.
-        .exclude(Exists(ToolInvocation.objects.filter(approval_of=OuterRef("pk"))))
-        .order_by("sequence")
-        .values("turn_id", "pk", *FEED_CALL_FIELDS)
+def _feed_calls(campaign_id: Any, turn_ids: list[int]) -> list[dict[str, Any]]:
+    # A held call that was approved ran as a row of its own (`approval_of`), which the feed
+    # shows; the held row it ran for is not a second call.
+    where = (
+        "i.{i:turn} = ANY(%s) "
+        "AND NOT EXISTS (SELECT 1 FROM {i} x WHERE x.{i:approval_of} = i.{i:id})"
     )
+    return _call_rows(where, [campaign_id, turn_ids], "ORDER BY i.{i:sequence}")
 
 
 def turn_feed(
@@ -144,13 +203,14 @@ def turn_feed(
     messages of each (an undone turn's too, which its collapsed line expands to; a live turn's
     only those still shown), and each turn's log rows as plain values, oldest first. Each
     turn says whether it was `retried`. Three queries whatever the number of turns."""
-    recent = list(_feed_turns(campaign.pk, limit, turn_id))[::-1]
+    recent = _feed_turns(campaign.pk, limit, turn_id)[::-1]
     ids = [t.pk for t in recent]
     messages: dict[int, list[ChatMessage]] = defaultdict(list)
     for message in _feed_messages(campaign.pk, ids):
         messages[message.turn_id].append(message)
     calls: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for row in _feed_calls(campaign.pk, ids):
+        del row["created_at"]
         calls[row["turn_id"]].append(row)
     return recent, messages, calls
 
@@ -173,24 +233,23 @@ def call_answers(*, campaign: Campaign, ids: list[Any]) -> dict[str, dict[str, A
     return answers
 
 
-def _outside_turns(campaign_id: Any, limit: int, invocation_id: Any) -> QuerySet:
-    rows = ToolInvocation.objects.filter(
-        campaign_id=campaign_id,
-        turn__isnull=True,
-        status__in=[ToolInvocation.Status.COMMITTED, ToolInvocation.Status.REVERTED],
-    )
-    if invocation_id is not None:
-        rows = rows.filter(pk=invocation_id)
-    return rows.order_by("-sequence").values("pk", "created_at", *FEED_CALL_FIELDS)[:limit]
-
-
 def calls_outside_turns(
     *, campaign: Campaign, limit: int, invocation_id: Any = None
 ) -> list[dict[str, Any]]:
     """The last `limit` calls that took effect outside any turn (a token dragged on the map:
     nobody's message to the GM), oldest first, as plain values (the feed's fields, with `pk`
     and `created_at`); or the one `invocation_id`. One query."""
-    return list(_outside_turns(campaign.pk, limit, invocation_id))[::-1]
+    # A change outside any turn is pushed to every page after its event, as a turn is
+    where = "i.{i:turn} IS NULL AND i.{i:status} = ANY(%s)"
+    took_effect = [ToolInvocation.Status.COMMITTED.value, ToolInvocation.Status.REVERTED.value]
+    params = [campaign.pk, took_effect]
+    if invocation_id is not None:
+        where += " AND i.{i:id} = %s"
+        params.append(db_value(ToolInvocation, "id", invocation_id))
+    rows = _call_rows(where, [*params, limit], "ORDER BY i.{i:sequence} DESC LIMIT %s")
+    for row in rows:
+        del row["turn_id"]
+    return rows[::-1]
 
 
 def later_turn_actors(*, campaign: Campaign, since: Turn) -> list[tuple[int, int]]:
@@ -205,6 +264,30 @@ def later_turn_actors(*, campaign: Campaign, since: Turn) -> list[tuple[int, int
     )
 
 
+def turn_and_later_actors(
+    *, campaign: Campaign, turn_id: Any
+) -> tuple[Turn, list[tuple[int, int]]]:
+    """A turn of this campaign (`turn_get`: NotFound for another campaign's or a malformed id)
+    and, unless it is undone, `later_turn_actors` from it: one statement."""
+    # Raw SQL: read by every push of a turn to the page (its viewers' classes are made of it)
+    sql = plain_sql(
+        "SELECT {t_columns}, (SELECT COALESCE(json_agg(json_build_array(l.{t:id}, l.{t:actor}) "
+        "ORDER BY l.{t:created_at}, l.{t:id}), '[]')::text FROM {t} l "
+        "WHERE l.{t:campaign} = t.{t:campaign} AND l.{t:reverted_at} IS NULL "
+        "AND t.{t:reverted_at} IS NULL AND (l.{t:created_at} > t.{t:created_at} "
+        "OR (l.{t:created_at} = t.{t:created_at} AND l.{t:id} >= t.{t:id}))) "
+        "FROM {t} t WHERE t.{t:campaign} = %s AND t.{t:id} = %s",
+        t=Turn,
+    )
+    try:
+        rows = plain_rows(sql, [campaign.pk, db_value(Turn, "id", turn_id)])
+    except (ValidationError, ValueError, TypeError) as exc:
+        raise NotFound() from exc
+    if not rows:
+        raise NotFound()
+    return columns_of(Turn).load(rows[0]), [tuple(later) for later in json.loads(rows[0][-1])]
+
+
 def logged_calls(*, campaign: Campaign, ids: list[Any]) -> dict[str, dict[str, Any]]:
     """The logged rows of these invocations by id (as a string), as plain values: enough to
     describe each call in people's words (tool, input, before and after)."""
@@ -216,13 +299,20 @@ def logged_calls(*, campaign: Campaign, ids: list[Any]) -> dict[str, dict[str, A
 
 def held_call_rows(*, campaign: Campaign) -> list[ToolInvocation]:
     """The campaign's calls awaiting approval, oldest first, with who made each."""
-    return list(
-        ToolInvocation.objects.filter(
-            campaign_id=campaign.pk, status=ToolInvocation.Status.AWAITING_APPROVAL
-        )
-        .select_related("user")
-        .order_by("sequence")
+    # Raw SQL: read by every push of the page's fragments after an approval's event
+    sql = plain_sql(
+        "SELECT {i_columns}, {u_columns} FROM {i} i JOIN {u} u ON u.{u:id} = i.{i:user} "
+        "WHERE i.{i:campaign} = %s AND i.{i:status} = %s ORDER BY i.{i:sequence}",
+        i=ToolInvocation,
+        u=User,
     )
+    calls, users = columns_of(ToolInvocation), columns_of(User)
+    held = []
+    for row in plain_rows(sql, [campaign.pk, ToolInvocation.Status.AWAITING_APPROVAL.value]):
+        call = calls.load(row)
+        call.user = users.load(row, calls.width)
+        held.append(call)
+    return held
 
 
 def held_call_affected_players(*, campaign: Campaign, row: Any) -> set[int]:

@@ -13,8 +13,8 @@ security log needs, and the service that asked records it (`campaigns.security.r
 
 from typing import Any
 
+from django.contrib.auth.models import Permission, User
 from django.contrib.contenttypes.models import ContentType
-from django.db.models import Exists
 
 from campaigns.models import (
     ApprovalPolicyChange,
@@ -27,6 +27,7 @@ from campaigns.models import (
     Turn,
 )
 from core.errors import Forbidden
+from core.queries import plain_rows, plain_sql
 
 # Django's name for the permission (the audit app's model); only a string here, so the world's
 # rules may ask it without importing the log.
@@ -69,15 +70,24 @@ def _holds_on(user: Any, campaign: Campaign, codename: str) -> bool:
     `ObjectPermissionChecker.has_perm`, asked in one statement (the checker runs two per
     request, and every surface asks on every request). The grants are the campaign's own
     tables (`CampaignUserObjectPermission`, its group twin)."""
-    grant = {
-        "content_object_id": campaign.pk,
-        "permission__codename": codename,
-        # Django caches the content type: no query
-        "permission__content_type": ContentType.objects.get_for_model(Campaign),
-    }
-    by_user = CampaignUserObjectPermission.objects.filter(user_id=user.pk, **grant)
-    by_group = CampaignGroupObjectPermission.objects.filter(group__user=user.pk, **grant)
-    return Campaign.objects.filter(Exists(by_user) | Exists(by_group), pk=campaign.pk).exists()
+    # Raw SQL: asked on every request of every surface (measured in the web process's profile
+    # under load: the ORM's two Exists built and compiled cost several times the statement)
+    sql = plain_sql(
+        "SELECT EXISTS (SELECT 1 FROM {g} g JOIN {p} p ON p.{p:id} = g.{g:permission} "
+        "WHERE g.{g:content_object} = %s AND g.{g:user} = %s "
+        "AND p.{p:codename} = %s AND p.{p:content_type} = %s) "
+        "OR EXISTS (SELECT 1 FROM {h} h JOIN {p} p ON p.{p:id} = h.{h:permission} "
+        "JOIN {m} m ON m.{m:group} = h.{h:group} "
+        "WHERE h.{h:content_object} = %s AND m.{m:user} = %s "
+        "AND p.{p:codename} = %s AND p.{p:content_type} = %s)",
+        g=CampaignUserObjectPermission,
+        h=CampaignGroupObjectPermission,
+        p=Permission,
+        m=User.groups.through,
+    )
+    # Django caches the content type: no query
+    grant = [campaign.pk, user.pk, codename, ContentType.objects.get_for_model(Campaign).pk]
+    return plain_rows(sql, grant * 2)[0][0]
 
 
 def may_act_on(*, kind: str, controlled_by_id: Any, user_id: Any, gm: bool) -> bool:

@@ -6,8 +6,10 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
+from django.contrib.auth.models import User
+from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.db.models import CharField, DateTimeField, QuerySet, Value
 from django.utils import timezone
@@ -35,7 +37,7 @@ from campaigns.models import (
 from campaigns.permissions import is_audit_staff, is_member
 from campaigns.visibility import Sight, state_seen
 from core.errors import Gone, NotFound
-from core.queries import get_or_not_found, locked_if
+from core.queries import columns_of, db_value, get_or_not_found, locked_if, plain_rows, plain_sql
 
 
 def _iso(value: Any) -> str | None:
@@ -87,7 +89,10 @@ def campaign_world(campaign: Campaign) -> tuple[int, dict[str, Any]]:
 
 def world_dump(fresh: Campaign) -> dict[str, Any]:
     """The dump of a campaign row just read: its fields, and its world's tables read now."""
-    rows = _world_tables(fresh.pk)
+    return _dump(fresh, _world_tables(fresh.pk))
+
+
+def _dump(fresh: Campaign, rows: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     return {
         "campaign": {
             "id": str(fresh.pk),
@@ -110,7 +115,10 @@ def _world_tables(campaign_id: Any) -> dict[str, list[dict[str, Any]]]:
     column per table, its rows as a JSON array of arrays in the table's order."""
     with connection.cursor() as cursor:
         cursor.execute(_world_sql(), [campaign_id] * len(WORLD_TABLES))
-        texts = cursor.fetchone()
+        return _tables(cursor.fetchone())
+
+
+def _tables(texts: tuple[str, ...]) -> dict[str, list[dict[str, Any]]]:
     return {
         name: [_world_row(fields, _moments(model, fields), values) for values in json.loads(text)]
         for (name, (model, _, fields)), text in zip(WORLD_TABLES.items(), texts, strict=True)
@@ -152,10 +160,88 @@ def _world_sql() -> str:
     return "SELECT " + ", ".join(columns)
 
 
+class BoardWorld(NamedTuple):
+    """What the board draws of the campaign (web/pages/presenters.py, `board_parts`): the
+    number of the last event the rest reflects, the dump, the members (oldest first: user id,
+    username, role, whether they hold `revert_any_turn`) and the map background's version."""
+
+    seq: int
+    dump: dict[str, Any]
+    members: list[tuple[int, str, str, bool]]
+    background: int | None
+
+    @property
+    def people(self) -> dict[int, str]:
+        """User id -> username of every member (`campaign_member_names`)."""
+        return {user_id: name for user_id, name, _, _ in self.members}
+
+    @property
+    def member_list(self) -> list[dict[str, Any]]:
+        """The members as `campaign_members` lists them."""
+        return _member_list(self.members)
+
+
+def board_world(fresh: Campaign) -> BoardWorld:
+    """The board's read of a campaign row just read (its `event_seq` comes first, as in
+    `campaign_world`), in one statement: the dump's tables, the members and the background.
+    The page's board after every event reads it once for every class of viewer."""
+    with connection.cursor() as cursor:
+        params = [fresh.pk] * len(WORLD_TABLES) + [REVERT_ANY, fresh.pk, fresh.pk]
+        cursor.execute(_board_sql(), params)
+        texts = cursor.fetchone()
+    members = [tuple(member) for member in json.loads(texts[-2])]
+    return BoardWorld(fresh.event_seq, _dump(fresh, _tables(texts[:-2])), members, texts[-1])
+
+
+# The object permission that makes a member a co-GM (`campaigns.permissions.runs_table`).
+REVERT_ANY = "revert_any_turn"
+
+
+@functools.cache
+def _board_sql() -> str:
+    """Raw SQL: `_world_sql`'s columns and two more, the members and the background's version:
+    the board is drawn again after every event that changes the world, and its reads as the
+    ORM's five statements cost the push of the page's fragments more than this one does."""
+    background = plain_sql(
+        "(SELECT b.{b:version} FROM {b} b WHERE b.{b:campaign} = %s)", b=MapBackground
+    )
+    return f"{_world_sql()}, {_members_sql()}, {background}"
+
+
+@functools.cache
+def _members_sql() -> str:
+    """The members as one JSON text (`BoardWorld.members`); parameters: `REVERT_ANY`, the
+    campaign's id."""
+    return plain_sql(
+        "(SELECT COALESCE(json_agg(json_build_array(m.{m:user}, u.{u:username}, m.{m:role}, "
+        "EXISTS (SELECT 1 FROM {g} g JOIN {p} p ON p.{p:id} = g.{g:permission} "
+        "WHERE g.{g:content_object} = m.{m:campaign} AND g.{g:user} = m.{m:user} "
+        "AND p.{p:codename} = %s)) ORDER BY m.{m:joined_at}, m.{m:id}), '[]')::text "
+        "FROM {m} m JOIN {u} u ON u.{u:id} = m.{m:user} WHERE m.{m:campaign} = %s)",
+        m=Membership,
+        u=User,
+        g=CampaignUserObjectPermission,
+        p=CampaignUserObjectPermission._meta.get_field("permission").related_model,
+    )
+
+
+def _member_list(members: list[tuple[int, str, str, bool]]) -> list[dict[str, Any]]:
+    return [
+        {"username": name, "role": role, "can_revert_any": granted}
+        for _, name, role, granted in members
+    ]
+
+
 def campaign_fresh(*, campaign_id: Any) -> Campaign:
     """The campaign as it is now (its event numbers read fresh), whoever asks: for code that has
     checked who asks already, or asks for nobody (a push of the page's fragments)."""
-    return Campaign.objects.get(pk=campaign_id)
+    # Raw SQL: the first read of every push of the page's fragments (measured: the ORM's
+    # building and compiling cost several times the statement)
+    sql = plain_sql("SELECT {c_columns} FROM {c} c WHERE c.{c:id} = %s", c=Campaign)
+    rows = plain_rows(sql, [db_value(Campaign, "id", campaign_id)])
+    if not rows:
+        raise Campaign.DoesNotExist("Campaign matching query does not exist.")
+    return columns_of(Campaign).load(rows[0])
 
 
 def campaign_event_seq(*, campaign_id: Any) -> int:
@@ -209,12 +295,6 @@ def map_free_cell(*, campaign: Campaign, near: tuple[int, int] = (0, 0)) -> tupl
     return nearest_free(occupied, near=near, cols=campaign.map_cols, rows=campaign.map_rows)
 
 
-def map_background_version(*, campaign: Campaign) -> int | None:
-    """The background's version (the page's cache key), None without one; the bytes stay put."""
-    versions = MapBackground.objects.filter(campaign_id=campaign.pk).order_by("pk")
-    return versions.values_list("version", flat=True).first()
-
-
 def map_background_get(*, campaign: Campaign) -> Any:
     """The map's background image; NotFound when it has none."""
     return get_or_not_found(MapBackground.objects.all(), campaign_id=campaign.pk)
@@ -226,11 +306,39 @@ def _campaign_rows(lock: bool, **filters: Any) -> QuerySet[Campaign]:
     return locked_if(queryset, lock, of=("self",))
 
 
+def _campaign_read(campaign_id: Any, member_id: Any = None) -> Campaign:
+    """The campaign `campaign_id` with its owner, if `member_id` (None: anyone's) is one of its
+    members; NotFound otherwise, or for a malformed id."""
+    # Raw SQL: every request of every surface resolves its campaign here first (measured in
+    # the web process's profile under load); the writers' locked read stays the ORM's
+    member = " AND EXISTS (SELECT 1 FROM {m} m WHERE m.{m:campaign} = c.{c:id} AND m.{m:user} = %s)"
+    sql = plain_sql(
+        "SELECT {c_columns}, {u_columns} FROM {c} c JOIN {u} u ON u.{u:id} = c.{c:owner} "
+        "WHERE c.{c:id} = %s" + (member if member_id is not None else ""),
+        c=Campaign,
+        u=User,
+        m=Membership,
+    )
+    try:
+        pk = db_value(Campaign, "id", campaign_id)
+    except (ValidationError, ValueError, TypeError) as exc:
+        raise NotFound() from exc
+    rows = plain_rows(sql, [pk] if member_id is None else [pk, member_id])
+    if not rows:
+        raise NotFound()
+    campaign, owners = columns_of(Campaign), columns_of(User)
+    found = campaign.load(rows[0])
+    found.owner = owners.load(rows[0], campaign.width)
+    return found
+
+
 def campaign_get_for_member(*, campaign_id: Any, user: Any, lock: bool = False) -> Campaign:
     """The campaign if `user` is a member; NotFound otherwise, so its existence is not revealed.
     With `lock`, the campaign row is locked in the same query (the writers' campaign lock)."""
     if not getattr(user, "is_authenticated", False):
         raise NotFound()
+    if not lock:
+        return _campaign_read(campaign_id, user.pk)
     return get_or_not_found(_campaign_rows(lock, memberships__user_id=user.pk), pk=campaign_id)
 
 
@@ -238,6 +346,8 @@ def campaign_get_visible(*, campaign_id: Any, user: Any, lock: bool = False) -> 
     """Members see a campaign, and so does staff holding the global revert permission (they
     police every table from the admin). Everyone else gets NotFound."""
     if is_audit_staff(user):
+        if not lock:
+            return _campaign_read(campaign_id)
         return get_or_not_found(_campaign_rows(lock), pk=campaign_id)
     return campaign_get_for_member(campaign_id=campaign_id, user=user, lock=lock)
 
@@ -254,24 +364,17 @@ def campaign_list_for_member(*, user: Any) -> QuerySet[Campaign]:
 def revert_any_granted(*, campaign: Campaign) -> set[int]:
     """The members granted `revert_any_turn` (the co-GMs), read from guardian's direct-FK table."""
     grants = CampaignUserObjectPermission.objects.filter(
-        content_object_id=campaign.pk, permission__codename="revert_any_turn"
+        content_object_id=campaign.pk, permission__codename=REVERT_ANY
     )
     return set(grants.values_list("user_id", flat=True))
 
 
 def campaign_members(*, campaign: Campaign) -> list[dict[str, Any]]:
-    """Members with their role and whether they hold `revert_any_turn`: two queries, however
-    many members (the grant is read from guardian's direct-FK table)."""
-    granted = revert_any_granted(campaign=campaign)
-    members = Membership.objects.filter(campaign_id=campaign.pk).select_related("user")
-    return [
-        {
-            "username": m.user.get_username(),
-            "role": m.role,
-            "can_revert_any": m.user_id in granted,
-        }
-        for m in members.order_by("joined_at")
-    ]
+    """Members with their role and whether they hold `revert_any_turn`, oldest first: one
+    statement, however many members (the grant is read from guardian's direct-FK table)."""
+    # Raw SQL: the members' read the board's makes with the dump (`board_world`), alone
+    (text,) = plain_rows(f"SELECT {_members_sql()}", [REVERT_ANY, campaign.pk])[0]
+    return _member_list([tuple(member) for member in json.loads(text)])
 
 
 def campaign_member_names(*, campaign: Campaign) -> dict[int, str]:
@@ -318,6 +421,28 @@ def world_labels(*, campaign_id: Any) -> dict[str, str]:
     return {f"{kind}:{pk}": label for pk, label, kind in _labels(campaign_id)}
 
 
+def world_names(*, campaign_id: Any) -> tuple[dict[int, str], dict[str, str]]:
+    """`creature_names` and `world_labels` in one statement: the feed's words for logged calls
+    and the approval card's read both."""
+    # Raw SQL: a read of every turn drawn after an event (the push of the page's fragments)
+    sql = plain_sql(
+        "SELECT 'creature', c.{c:id}, c.{c:name} FROM {c} c WHERE c.{c:campaign} = %s "
+        "UNION ALL SELECT 'chapter', h.{h:id}, h.{h:title} FROM {h} h WHERE h.{h:campaign} = %s "
+        "UNION ALL SELECT 'dungeon', d.{d:id}, d.{d:name} FROM {d} d WHERE d.{d:campaign} = %s",
+        c=Creature,
+        h=Chapter,
+        d=Dungeon,
+    )
+    names: dict[int, str] = {}
+    labels: dict[str, str] = {}
+    for kind, pk, label in plain_rows(sql, [campaign_id] * 3):
+        if kind == "creature":
+            names[pk] = label
+        else:
+            labels[f"{kind}:{pk}"] = label
+    return names, labels
+
+
 def creatures_added(*, campaign: Campaign, limit: int, creature_id: Any = None) -> list[Creature]:
     """The last `limit` creatures people put on the table through the set-up (or the one
     `creature_id`), oldest first, with who added each: the feed tells of them."""
@@ -344,10 +469,20 @@ def rolls_outside_turns(*, campaign: Campaign, limit: int) -> list[DiceRoll]:
 
 
 def turn_rolls(*, campaign: Campaign, turn_ids: list[int]) -> dict[int, list[DiceRoll]]:
-    """The rolls made during each of these turns (the GM's `roll_dice`), oldest first."""
+    """The rolls made during each of these turns (the GM's `roll_dice`), oldest first, with
+    who rolled."""
+    # Raw SQL: a read of every turn drawn after an event (the push of the page's fragments)
+    sql = plain_sql(
+        "SELECT {r_columns}, {u_columns} FROM {r} r LEFT JOIN {u} u ON u.{u:id} = r.{r:author} "
+        "WHERE r.{r:campaign} = %s AND r.{r:turn} = ANY(%s) ORDER BY r.{r:created_at}, r.{r:id}",
+        r=DiceRoll,
+        u=User,
+    )
     rolls: dict[int, list[DiceRoll]] = defaultdict(list)
-    made = roll_list(campaign=campaign).filter(turn_id__in=list(turn_ids))
-    for roll in made.order_by("created_at", "pk"):
+    made, authors = columns_of(DiceRoll), columns_of(User)
+    for row in plain_rows(sql, [campaign.pk, [int(pk) for pk in turn_ids]]):
+        roll = made.load(row)
+        roll.author = authors.load(row, made.width)
         rolls[roll.turn_id].append(roll)
     return rolls
 
@@ -380,4 +515,10 @@ def invite_get_usable(*, token: str, user: Any, lock: bool = False) -> tuple[Inv
 
 def invite_list(*, campaign: Campaign) -> list[Invite]:
     """The campaign's invite links, newest first (their tokens are not kept: only the rows)."""
-    return list(Invite.objects.filter(campaign_id=campaign.pk).order_by("-created_at"))
+    # Raw SQL: the owner's board reads it after every event that changes the world
+    sql = plain_sql(
+        "SELECT {i_columns} FROM {i} i WHERE i.{i:campaign} = %s ORDER BY i.{i:created_at} DESC",
+        i=Invite,
+    )
+    invites = columns_of(Invite)
+    return [invites.load(row) for row in plain_rows(sql, [campaign.pk])]

@@ -82,13 +82,14 @@ def test_a_failing_gm_fails_the_turn_with_a_system_message(world, settings, run_
 
 def test_the_posted_turns_answer_is_the_turn_as_listed(world):
     """The answer is the turn as the list reads it (`turn_list`): the same as the turn listed
-    afterwards, read back once with its messages and its calls, three statements."""
+    afterwards, built from the rows just written: the turn in hand, no call yet, and its opening
+    message read back, one statement."""
     with CaptureQueriesContext(connection) as queries:
         response = post_turn(world, "I attack the goblin")
     assert response.status_code == 201
     body = response.json()
-    # the turn (`turn_list`'s read) and its prefetched messages and calls; the campaign's
-    # oldest held call (what a queued turn waits for) is read, as it must be
+    # its opening message alone (the service hands back the turn); the campaign's oldest held
+    # call (what a queued turn waits for) is read, as it must be
     read_back = [
         q["sql"]
         for q in queries.captured_queries
@@ -96,7 +97,7 @@ def test_the_posted_turns_answer_is_the_turn_as_listed(world):
         or q["sql"].startswith('SELECT "campaigns_chatmessage".')
         or '"audit_toolinvocation"."turn_id" IN (' in q["sql"]
     ]
-    assert len(read_back) == 3, read_back
+    assert len(read_back) == 1, read_back
     listed = APIClient()
     listed.force_authenticate(world.player)
     [shown] = listed.get(f"/api/campaigns/{world.campaign.pk}/turns/").json()["results"]

@@ -215,6 +215,35 @@ def test_a_push_reads_once_for_every_viewer(world: World, monkeypatch):
         assert costs[4, drawing] == costs[6, drawing] == costs[10, drawing], costs
 
 
+# What a push of the board, a turn and the approval card to the owner's page and a player's
+# reads when it draws them (the drawings of a new event number): the campaign, its held calls,
+# the turn with its later turns' actors; the board's dump with the members and the background,
+# in one statement, and the owner's invites; in the turn's snapshot (a savepoint and its release
+# in a test's transaction; BEGIN, its isolation level and COMMIT outside one) the turn, its
+# messages, its calls, the creatures' names with the chapters' and dungeons', its rolls, the
+# players' fog. When every drawing is kept: the first three alone.
+PUSH_DRAWN, PUSH_KEPT = 13, 3
+
+
+def test_a_push_of_the_board_a_turn_and_the_card_costs_a_fixed_number_of_statements(world):
+    turn = world.turn(world.player, "I move.")
+    rights = [viewer_rights(campaign=world.campaign, user=u) for u in (world.owner, world.player)]
+    assert [r.sight for r in rights] == ["gm", "player"]  # asked once, when a socket connects
+    viewers = [(r, frozenset({"board", "turn", "approvals"})) for r in rights]
+    changed = {"board": 0, turn.pk: 0, "approvals": 0}
+    costs = []
+    for x in (2, 3):
+        player_moves_the_hero(world, turn, x, 2)  # a new event number: nothing drawn for it yet
+        for _ in ("drawn", "kept"):
+            with CaptureQueriesContext(connection) as queries:
+                _, sent = fragments.pushed_fragments(
+                    campaign_id=world.campaign.pk, viewers=viewers, changed=changed
+                )
+            assert [len(messages) for messages in sent] == [3, 3]
+            costs.append(len(queries))
+    assert costs == [PUSH_DRAWN, PUSH_KEPT] * 2, costs
+
+
 def test_a_stop_asked_without_an_event_is_drawn_at_once(world: World):
     turn = turn_submit(campaign=world.campaign, actor=world.player, message="I open the door.")
     Turn.objects.filter(pk=turn.pk).update(status=Turn.Status.RUNNING)

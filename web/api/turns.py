@@ -10,6 +10,7 @@ and a SecurityEvent (the services decide, and record it); a turn in the wrong st
 from collections.abc import Callable
 from typing import Any
 
+from django.db.models import Prefetch, prefetch_related_objects
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -17,9 +18,10 @@ from rest_framework.response import Response
 
 from audit import services as audit_services
 from audit.models import ToolInvocation
-from audit.selectors import turn_list
+from audit.selectors import turn_list, turn_messages
 from audit.services.agent import agent_call
 from audit.services.redo import turn_redo
+from campaigns.models import Turn
 from campaigns.selectors import turn_get
 from core.api.base import (
     ApiListView,
@@ -41,13 +43,21 @@ class NoInput(StrictSerializer):
     """No fields: an empty JSON object (or no body)."""
 
 
-def _turn_body(request: Request, campaign_id: Any, turn_id: int) -> dict[str, Any]:
-    return _turn_data(visible_campaign(request, campaign_id), turn_id)
-
-
 def _turn_data(campaign: Any, turn_id: int) -> dict[str, Any]:
     """A turn as the turn list reads it (its messages and calls with it)."""
     return TurnSerializer(turn_list(campaign=campaign).get(pk=turn_id)).data
+
+
+def _created_turn_data(turn: Turn) -> dict[str, Any]:
+    """A turn just created, as the turn list reads it, from the rows just written: the turn
+    row in hand, no call made in it yet, and its opening message (written by the service,
+    which hands back the turn alone: one read, as `turn_list` prefetches it)."""
+    prefetch_related_objects(
+        [turn],
+        Prefetch("messages", queryset=turn_messages()),
+        Prefetch("invocations", queryset=ToolInvocation.objects.none()),
+    )
+    return TurnSerializer(turn).data
 
 
 class TurnGMView(ApiView):
@@ -58,12 +68,12 @@ class TurnGMView(ApiView):
     service: Callable[..., Any]  # turn_cancel | turn_retry
 
     def post(self, request: Request, campaign_id: Any, turn_id: int) -> Response:
-        visible_campaign(request, campaign_id)
+        campaign = visible_campaign(request, campaign_id)
         validated(NoInput, request.data)
         turn = self.service(
             campaign_id=campaign_id, turn_id=turn_id, user=request.user, ip=client_ip(request)
         )
-        return Response(_turn_body(request, campaign_id, turn.pk))
+        return Response(_turn_data(campaign, turn.pk))
 
 
 def turn_gm_schema(summary: str, answer: str) -> Callable[[type], type]:
@@ -165,7 +175,7 @@ class TurnListView(ApiListView):
             run_gm=data["run_gm"],
             ip=client_ip(request),
         )
-        return Response(_turn_data(campaign, turn.pk), status=status.HTTP_201_CREATED)
+        return Response(_created_turn_data(turn), status=status.HTTP_201_CREATED)
 
 
 @extend_schema(tags=["turns"])

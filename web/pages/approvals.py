@@ -25,7 +25,7 @@ from audit.models import ToolInvocation
 from audit.selectors import Rights, held_call_affected_players, held_call_rows
 from audit.services.dispatch import approval_deadline
 from campaigns.models import Campaign
-from campaigns.selectors import creature_names_in, world_labels
+from campaigns.selectors import world_names
 from campaigns.visibility import HIDDEN_CHANGE, Fog, held_call_hidden
 from web.pages.changes import described, held_maps, in_words, named_summary, reader_names
 from web.pages.presenters import names_seen, players_fog
@@ -69,11 +69,8 @@ def approval_cards(*, campaign: Campaign, rights: Rights, held: HeldCalls) -> li
     if not calls:
         return []
     fog = players_fog(campaign=campaign, rights=rights, rows=[{"input": r.input} for r in calls])
-    names = reader_names(
-        names_seen(creature_names_in(campaign_ids=[campaign.pk]), fog),
-        world_labels(campaign_id=campaign.pk),
-        fog,
-    )
+    creatures, labels = world_names(campaign_id=campaign.pk)
+    names = reader_names(names_seen(creatures, fog), labels, fog)
     cards = [_card(row, rights, names, fog, campaign) for row in calls]
     for card, row in zip(cards, calls, strict=True):
         card["may_object"] = rights.objects(affected[row.pk])

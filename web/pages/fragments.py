@@ -57,7 +57,7 @@ from django.template.loader import render_to_string
 
 from audit.selectors import Rights
 from campaigns.models import Campaign, Turn
-from campaigns.selectors import campaign_fresh, campaign_world
+from campaigns.selectors import BoardWorld, board_world, campaign_fresh
 from core.errors import NotFound
 from web.pages import approvals as cards
 from web.pages import board as boards
@@ -196,13 +196,15 @@ def _made_elsewhere(key: str) -> Any:
     return None
 
 
-def world(campaign: Campaign) -> tuple[int, dict[str, Any]]:
+def world(campaign: Campaign) -> BoardWorld:
     """The campaign's state dump at its current event number, read once for every class's
     board (each draws it as its sight sees it; the dump is most of what a drawing costs), with
-    the number of the last event it reflects, read before it."""
+    the number of the last event it reflects, read before it: `campaign` is the row whose
+    `drawn_seq` makes the key, read before the world (`board_world`: its members and background
+    in the same statement)."""
 
     return _kept(
-        f"fragment:{campaign.pk}:{campaign.drawn_seq}:state", partial(campaign_world, campaign)
+        f"fragment:{campaign.pk}:{campaign.drawn_seq}:board", partial(board_world, campaign)
     )
 
 

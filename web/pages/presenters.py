@@ -25,6 +25,7 @@ from audit.selectors import (
     later_turn_actors,
     log_fog,
     logged_calls,
+    turn_and_later_actors,
     turn_feed,
     turn_waiting,
 )
@@ -32,20 +33,18 @@ from audit.services.revert import turn_undo_plan
 from audit.services.rewind import turn_rewind_plan
 from campaigns.models import Campaign, ChatMessage, Creature, DiceRoll, Turn
 from campaigns.selectors import (
+    BoardWorld,
+    board_world,
     campaign_event_seq,
-    campaign_member_names,
-    campaign_members,
-    campaign_world,
+    campaign_fresh,
     creature_names,
     creatures_added,
     invite_list,
-    map_background_version,
     one_snapshot,
     roll_get,
     rolls_outside_turns,
-    turn_get,
     turn_rolls,
-    world_labels,
+    world_names,
 )
 from campaigns.visibility import (
     UNSEEN,
@@ -307,6 +306,7 @@ def feed_read(
             later = turn.later
         else:
             later = later_turn_actors(campaign=campaign, since=live[0]) if live else []
+        names, labels = world_names(campaign_id=campaign.pk)
         return FeedRead(
             turns=turns,
             messages=messages,
@@ -316,8 +316,8 @@ def feed_read(
                 sight: players_fog(campaign=campaign, rights=rights, rows=logged)
                 for sight, rights in sights.items()
             },
-            names=creature_names(campaign=campaign),
-            labels=world_labels(campaign_id=campaign.pk),
+            names=names,
+            labels=labels,
             later=later,
             answers=answers_of(campaign=campaign, rows=logged),
             held=(
@@ -380,13 +380,12 @@ def feed(
 
 
 def turn_read(*, campaign: Campaign, turn_id: int) -> TurnRead | None:
-    """The turn and the later turns' actors, in two queries; None when the campaign has no
-    such turn."""
+    """The turn and the later turns' actors, in one query; None when the campaign has no such
+    turn."""
     try:
-        turn = turn_get(campaign=campaign, turn_id=turn_id)
+        turn, later = turn_and_later_actors(campaign=campaign, turn_id=turn_id)
     except NotFound:
         return None
-    later = [] if turn.reverted_at is not None else later_turn_actors(campaign=campaign, since=turn)
     return TurnRead(turn=turn, later=later)
 
 
@@ -557,8 +556,8 @@ def changes_outside_turns(
     if not rows:
         return []
     fog = players_fog(campaign=campaign, rights=rights, rows=rows)
-    names = names_seen(creature_names(campaign=campaign), fog)
-    labels = world_labels(campaign_id=campaign.pk)
+    names, labels = world_names(campaign_id=campaign.pk)
+    names = names_seen(names, fog)
     return [
         ChangeEntry(
             id=str(row["pk"]),
@@ -592,29 +591,29 @@ def table(*, campaign: Campaign, rights: Rights) -> dict[str, Any]:
 
 
 def board_parts(
-    *, campaign: Campaign, rights: Rights, world: tuple[int, dict[str, Any]] | None = None
+    *, campaign: Campaign, rights: Rights, world: BoardWorld | None = None
 ) -> dict[str, Any]:
     """The board as this user sees it (scene, map, combat, rosters, the forms' choices), and
     the number of the last event it reflects: the page draws it, and so does the fragment the
     script swaps in after an event (`/campaigns/{id}/board/`), with the same templates.
-    `world`: (that number, the campaign's dump read after it), as web/pages/fragments.py keeps
-    one per event for every class's board; None: both read now."""
+    `world`: that number, the campaign's dump read after it, its members and background
+    (`board_world`), as web/pages/fragments.py keeps one per event for every class's board;
+    None: read now."""
     if world is None:
-        world = campaign_world(campaign)
-    seq, dump = world
-    state = state_seen(dump, rights.sight)
-    people = campaign_member_names(campaign=campaign)
-    setup_context = setup(campaign=campaign, rights=rights, state=state)
+        world = board_world(campaign_fresh(campaign_id=campaign.pk))
+    state = state_seen(world.dump, rights.sight)
+    members = world.member_list if rights.owner else []
+    setup_context = setup(campaign=campaign, rights=rights, state=state, members=members)
     return {
         "campaign": campaign,
-        "seq": seq,
+        "seq": world.seq,
         "board": {
-            **boards.board(state, people),
+            **boards.board(state, world.people),
             "map": boards.battle_map(
                 state,
                 rights=rights,
                 grid=(campaign.map_cols, campaign.map_rows),
-                background=_background_url(campaign),
+                background=_background_url(campaign, world.background),
             ),
         },
         "setup": setup_context,
@@ -622,9 +621,9 @@ def board_parts(
     }
 
 
-def _background_url(campaign: Campaign) -> str:
-    """The map background's address, its version in the query (a new image, a new URL)."""
-    version = map_background_version(campaign=campaign)
+def _background_url(campaign: Campaign, version: int | None) -> str:
+    """The map background's address, its version in the query (a new image, a new URL); none
+    without a background (`version` None)."""
     if version is None:
         return ""
     return reverse("campaign_map_background", args=[campaign.pk]) + f"?v={version}"
@@ -646,12 +645,15 @@ class InviteCard:
         return f"{self.uses} of {self.max_uses}" if self.max_uses else f"{self.uses} (no limit)"
 
 
-def setup(*, campaign: Campaign, rights: Rights, state: dict[str, Any]) -> dict[str, Any]:
+def setup(
+    *, campaign: Campaign, rights: Rights, state: dict[str, Any], members: list[dict[str, Any]]
+) -> dict[str, Any]:
     """What the set-up and GM's-hand panels offer this user: the owner sets the table up and
     invites, the owner and co-GMs have the GM's hand, every member may add their own character.
-    `errors` ({form: message}) and `new_invite_url` are filled in by a form's answer."""
+    `members`: the owner's list of them (`campaign_members`, read with the board's world), []
+    for anyone else. `errors` ({form: message}) and `new_invite_url` are filled in by a form's
+    answer."""
     is_owner = rights.owner
-    members = campaign_members(campaign=campaign) if is_owner else []
     now = timezone.now()
     invites = [
         InviteCard(i.pk, i.expires_at, i.uses, i.max_uses, i.unusable_because(now))
@@ -710,8 +712,8 @@ def undo_plan(
     ids = [c["id"] for c in plan["invocations"] + plan["conflicting_invocations"]]
     rows = logged_calls(campaign=campaign, ids=ids)
     fog = players_fog(campaign=campaign, rights=rights, rows=list(rows.values()))
-    names = names_seen(creature_names(campaign=campaign), fog)
-    labels = world_labels(campaign_id=campaign.pk)
+    names, labels = world_names(campaign_id=campaign.pk)
+    names = names_seen(names, fog)
 
     def change(call: dict[str, Any]) -> PlannedChange:
         row = rows.get(call["id"], {})
